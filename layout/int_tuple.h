@@ -1,0 +1,110 @@
+// IntTuple: an integer, or an ordered tuple of IntTuples (CuTe's IntTuple).
+//
+// Shapes, strides and coordinates of layouts are IntTuples. The tree is stored
+// flat, in preorder, so that a tuple of up to 8 leaves (and up to 16 nodes)
+// lives inline without a heap allocation:
+//   tokens_  one entry per node: kLeafToken for an integer, else the node's
+//   child count; leaves_  the integers, in order (colexicographic leaf order is
+//   this order).
+// For example (4,(2,2)) has tokens [2, leaf, 2, leaf, leaf] and leaves [4, 2,
+// 2].
+//
+// An IntTuple is a plain value: copies are deep, comparison is structural.
+#ifndef STRATA_LAYOUT_INT_TUPLE_H_
+#define STRATA_LAYOUT_INT_TUPLE_H_
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+
+namespace strata {
+
+class IntTuple {
+ public:
+  // The integer 0.
+  IntTuple() : tokens_{kLeafToken}, leaves_{0} {}
+  // An integer (implicit, so that shapes read naturally: IntTuple::Tuple({4,
+  // 8})).
+  IntTuple(int64_t value) : tokens_{kLeafToken}, leaves_{value} {}  // NOLINT
+  IntTuple(int value) : IntTuple(static_cast<int64_t>(value)) {}    // NOLINT
+
+  // The tuple of `elements`, in order. Tuple({}) is the empty tuple "()".
+  static IntTuple Tuple(absl::Span<const IntTuple> elements);
+  static IntTuple Tuple(std::initializer_list<IntTuple> elements) {
+    return Tuple(absl::MakeConstSpan(elements.begin(), elements.size()));
+  }
+  // The flat tuple of `values`: Flat({2,3}) is (2,3).
+  static IntTuple Flat(absl::Span<const int64_t> values);
+
+  bool is_leaf() const { return tokens_[0] == kLeafToken; }
+  // The integer of a leaf. Precondition: is_leaf().
+  int64_t value() const { return leaves_[0]; }
+
+  // CuTe's rank: 1 for an integer, else the number of top-level elements.
+  int rank() const { return is_leaf() ? 1 : tokens_[0]; }
+  // 0 for an integer, else 1 + the largest depth of an element.
+  int depth() const;
+  // Element i (0 <= i < rank()); element 0 of an integer is the integer itself.
+  IntTuple operator[](int i) const;
+
+  // All integers, in order.
+  absl::Span<const int64_t> leaves() const { return leaves_; }
+  int num_leaves() const { return static_cast<int>(leaves_.size()); }
+
+  // Same nesting structure, whatever the integers.
+  bool SameStructure(const IntTuple& other) const {
+    return tokens_ == other.tokens_;
+  }
+  // CuTe's weakly_congruent(this, other): this is an integer, or both are
+  // tuples of equal rank whose elements are pairwise weakly congruent (this is
+  // "coarser" than other).
+  bool WeaklyCongruentTo(const IntTuple& other) const;
+
+  // The same structure with every integer replaced by f(index, value).
+  template <typename F>
+  IntTuple TransformLeaves(F f) const {
+    IntTuple result = *this;
+    for (size_t i = 0; i < result.leaves_.size(); ++i) {
+      result.leaves_[i] = f(i, result.leaves_[i]);
+    }
+    return result;
+  }
+
+  // Canonical text: "8", "(4,(2,2))", "(4)" for a one-element tuple, "()" for
+  // empty.
+  std::string ToString() const;
+
+  friend bool operator==(const IntTuple& a, const IntTuple& b) {
+    return a.tokens_ == b.tokens_ && a.leaves_ == b.leaves_;
+  }
+  friend bool operator!=(const IntTuple& a, const IntTuple& b) {
+    return !(a == b);
+  }
+
+  // Token-level access for the layout algorithms (layout.cc, algebra.cc).
+  static constexpr int32_t kLeafToken = -1;
+  absl::Span<const int32_t> tokens() const { return tokens_; }
+  // Index one past the end of the subtree starting at token `begin`; adds the
+  // number of leaves in that subtree to *leaf_count.
+  int SubtreeEnd(int begin, int* leaf_count) const;
+
+ private:
+  absl::InlinedVector<int32_t, 16> tokens_;
+  absl::InlinedVector<int64_t, 8> leaves_;
+};
+
+// Parses the notation of layout-cli.md ("8", "(4,(2,2))"), whitespace ignored.
+// Errors: TypeError for text that is not an integer tuple (the message quotes
+// the text and the position); ValueError for an integer outside int64 or
+// nesting deeper than kMaxIntTupleDepth.
+inline constexpr int kMaxIntTupleDepth = 1024;
+absl::StatusOr<IntTuple> ParseIntTuple(absl::string_view text);
+
+}  // namespace strata
+
+#endif  // STRATA_LAYOUT_INT_TUPLE_H_

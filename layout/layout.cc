@@ -1,0 +1,214 @@
+#include "layout/layout.h"
+
+#include <cstdint>
+#include <string>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "core/status_macros.h"
+#include "layout/checked_math.h"
+
+namespace strata {
+
+absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
+  if (!shape.SameStructure(stride)) {
+    return ValueErrorCat("stride ", stride.ToString(),
+                         " is not congruent with shape ", shape.ToString());
+  }
+  const auto extents = shape.leaves();
+  const auto strides = stride.leaves();
+  int64_t size = 1;
+  int64_t max_index = 0;
+  int64_t min_index = 0;
+  bool empty = false;
+  for (size_t k = 0; k < extents.size(); ++k) {
+    if (extents[k] < 0) {
+      return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
+                           ": extent ", extents[k], " of leaf ", k,
+                           " is negative");
+    }
+    if (extents[k] == 0) empty = true;
+  }
+  if (empty) {
+    // No coordinate exists, so no index is reachable: size, cosize and bounds
+    // are 0.
+    return Layout(std::move(shape), std::move(stride), 0, 0, 0);
+  }
+  for (size_t k = 0; k < extents.size(); ++k) {
+    int64_t span = 0;
+    int64_t* bound = strides[k] >= 0 ? &max_index : &min_index;
+    if (!CheckedMul(size, extents[k], &size) ||
+        !CheckedMul(extents[k] - 1, strides[k], &span) ||
+        !CheckedAdd(*bound, span, bound)) {
+      return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
+                           " overflows 64-bit size or index arithmetic");
+    }
+  }
+  return Layout(std::move(shape), std::move(stride), size, max_index,
+                min_index);
+}
+
+namespace {
+
+absl::StatusOr<Layout> CompactLayout(IntTuple shape, bool column_major) {
+  const auto extents = shape.leaves();
+  absl::InlinedVector<int64_t, 8> strides(extents.size());
+  int64_t running = 1;
+  for (size_t n = 0; n < extents.size(); ++n) {
+    const size_t k = column_major ? n : extents.size() - 1 - n;
+    strides[k] = running;
+    // Extents of 0 keep the running stride (as CuTe's compact layouts do).
+    if (extents[k] > 0 && !CheckedMul(running, extents[k], &running)) {
+      return ValueErrorCat("compact layout of shape ", shape.ToString(),
+                           " overflows 64-bit strides");
+    }
+  }
+  IntTuple stride = shape.TransformLeaves(
+      [&strides](size_t i, int64_t) { return strides[i]; });
+  return Layout::Create(std::move(shape), std::move(stride));
+}
+
+}  // namespace
+
+absl::StatusOr<Layout> Layout::ColumnMajor(IntTuple shape) {
+  return CompactLayout(std::move(shape), /*column_major=*/true);
+}
+
+absl::StatusOr<Layout> Layout::RowMajor(IntTuple shape) {
+  return CompactLayout(std::move(shape), /*column_major=*/false);
+}
+
+Layout Layout::mode(int i) const {
+  if (shape_.is_leaf()) return *this;
+  // A sub-layout of a valid layout is valid: its bounds are partial sums of
+  // ours.
+  return *Create(shape_[i], stride_[i]);
+}
+
+bool Layout::HasNonNegativeStrides() const {
+  for (int64_t d : stride_.leaves()) {
+    if (d < 0) return false;
+  }
+  return true;
+}
+
+int64_t Layout::operator()(int64_t linear) const {
+  const auto extents = shape_.leaves();
+  const auto strides = stride_.leaves();
+  const size_t n = extents.size();
+  if (n == 0) return 0;
+  int64_t index = 0;
+  for (size_t k = 0; k + 1 < n; ++k) {
+    index += (linear % extents[k]) * strides[k];
+    linear /= extents[k];
+  }
+  return index + linear * strides[n - 1];
+}
+
+absl::StatusOr<int64_t> Layout::Crd2Idx(const IntTuple& coord) const {
+  auto out_of_shape = [&]() {
+    return ValueErrorCat("coordinate ", coord.ToString(),
+                         " is outside the shape of layout ", ToString());
+  };
+  const auto ctokens = coord.tokens();
+  const auto stokens = shape_.tokens();
+  const auto cvalues = coord.leaves();
+  const auto extents = shape_.leaves();
+  const auto strides = stride_.leaves();
+  if (size_ == 0) return out_of_shape();
+  size_t ci = 0;
+  int sj = 0;
+  size_t cleaf = 0;
+  int sleaf = 0;
+  int64_t index = 0;
+  while (ci < ctokens.size()) {
+    if (ctokens[ci] != IntTuple::kLeafToken) {
+      if (stokens[sj] != ctokens[ci]) {
+        return ValueErrorCat("coordinate ", coord.ToString(),
+                             " is not congruent with the shape of layout ",
+                             ToString());
+      }
+      ++ci;
+      ++sj;
+      continue;
+    }
+    // A coordinate integer addresses the whole shape subtree at sj.
+    const int first = sleaf;
+    sj = shape_.SubtreeEnd(sj, &sleaf);
+    int64_t c = cvalues[cleaf++];
+    ++ci;
+    int64_t extent = 1;
+    for (int k = first; k < sleaf; ++k) extent *= extents[k];  // <= size_.
+    if (c < 0 || c >= extent) return out_of_shape();
+    for (int k = first; k < sleaf; ++k) {
+      const int64_t component = k + 1 < sleaf ? c % extents[k] : c;
+      if (k + 1 < sleaf) c /= extents[k];
+      index += component * strides[k];
+    }
+  }
+  return index;
+}
+
+std::string Layout::ToString() const {
+  return absl::StrCat(shape_.ToString(), ":", stride_.ToString());
+}
+
+bool FunctionallyEqual(const Layout& a, const Layout& b) {
+  if (a.size() != b.size()) return false;
+  for (int64_t i = 0; i < a.size(); ++i) {
+    if (a(i) != b(i)) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<int64_t> TupleProduct(const IntTuple& tuple) {
+  int64_t product = 1;
+  for (int64_t v : tuple.leaves()) {
+    if (!CheckedMul(product, v, &product)) {
+      return ValueErrorCat("size of ", tuple.ToString(), " overflows 64 bits");
+    }
+  }
+  return product;
+}
+
+absl::StatusOr<IntTuple> Idx2Crd(int64_t index, const IntTuple& shape) {
+  STRATA_ASSIGN_OR_RETURN(const int64_t size, TupleProduct(shape));
+  for (int64_t v : shape.leaves()) {
+    if (v < 0) {
+      return ValueErrorCat("shape ", shape.ToString(),
+                           " has a negative extent");
+    }
+  }
+  if (index < 0 || index >= size) {
+    return ValueErrorCat("index ", index, " is outside [0, ", size,
+                         ") of shape ", shape.ToString());
+  }
+  const auto extents = shape.leaves();
+  const size_t n = extents.size();
+  return shape.TransformLeaves([&](size_t k, int64_t extent) {
+    if (k + 1 == n) return index;
+    const int64_t component = index % extent;
+    index /= extent;
+    return component;
+  });
+}
+
+absl::StatusOr<Layout> ParseLayout(absl::string_view text) {
+  const size_t colon = text.find(':');
+  if (colon == absl::string_view::npos) {
+    return TypeErrorCat("\"", text.substr(0, 80),
+                        "\" is not a layout: expected SHAPE:STRIDE");
+  }
+  STRATA_ASSIGN_OR_RETURN(IntTuple shape, ParseIntTuple(text.substr(0, colon)));
+  STRATA_ASSIGN_OR_RETURN(IntTuple stride,
+                          ParseIntTuple(text.substr(colon + 1)));
+  if (!shape.SameStructure(stride)) {
+    return TypeErrorCat("\"", text.substr(0, 80), "\" is not a layout: stride ",
+                        stride.ToString(), " is not congruent with shape ",
+                        shape.ToString());
+  }
+  return Layout::Create(std::move(shape), std::move(stride));
+}
+
+}  // namespace strata

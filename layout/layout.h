@@ -1,0 +1,118 @@
+// Layout: a CuTe-style hierarchical layout SHAPE:STRIDE, a function from
+// coordinates to integer indices.
+//
+// For L = S:D with leaves (s_0..s_{n-1}) and (d_0..d_{n-1}):
+//   size(L)      = s_0 * ... * s_{n-1}
+//   L(c)         = sum_k c_k * d_k for the natural (leaf-level) coordinate c; a
+//   linear
+//                  coordinate i is first decoded colexicographically (first
+//                  leaf fastest)
+//   cosize(L)    = max_c L(c) + 1, and 0 when size(L) == 0
+//   min_index(L) = min_c L(c) (negative only with negative strides)
+//
+// Invariant (NOTE [ Layout bounds ]): Layout::Create admits only layouts whose
+// size and every reachable index fit in int64_t, so that size(), cosize(),
+// min_index() and crd2idx never overflow afterwards. It caches the three
+// bounds: validation costs O(1) per layout once built, O(leaves) to build.
+#ifndef STRATA_LAYOUT_LAYOUT_H_
+#define STRATA_LAYOUT_LAYOUT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "layout/int_tuple.h"
+
+namespace strata {
+
+class Layout {
+ public:
+  // 1:0, the layout of one element.
+  Layout() : shape_(1), stride_(0), size_(1), max_index_(0), min_index_(0) {}
+
+  // Errors (ValueError): `stride` is not congruent with `shape` (same nesting);
+  // an extent is negative; the size or a reachable index does not fit in
+  // int64_t.
+  static absl::StatusOr<Layout> Create(IntTuple shape, IntTuple stride);
+
+  // Compact layouts of `shape`: column-major (first leaf fastest, CuTe's
+  // default) and row-major (last leaf fastest, NumPy's C order). Errors as
+  // Create.
+  static absl::StatusOr<Layout> ColumnMajor(IntTuple shape);
+  static absl::StatusOr<Layout> RowMajor(IntTuple shape);
+
+  const IntTuple& shape() const { return shape_; }
+  const IntTuple& stride() const { return stride_; }
+  int rank() const { return shape_.rank(); }
+  int depth() const { return shape_.depth(); }
+  // Mode i as a layout (0 <= i < rank()); mode 0 of a leaf layout is the layout
+  // itself.
+  Layout mode(int i) const;
+
+  int64_t size() const { return size_; }
+  int64_t cosize() const { return size_ == 0 ? 0 : max_index_ + 1; }
+  // Smallest and largest reachable index (both 0 for an empty layout).
+  int64_t min_index() const { return min_index_; }
+  int64_t max_index() const { return max_index_; }
+  // Every leaf stride >= 0.
+  bool HasNonNegativeStrides() const;
+
+  // L(i) for a linear coordinate, without checks. Precondition: 0 <= i <
+  // size().
+  int64_t operator()(int64_t linear) const;
+
+  // L(c) for a linear or hierarchical coordinate weakly congruent with the
+  // shape (a coordinate leaf may address a whole sub-shape linearly). Errors
+  // (ValueError): the coordinate is not weakly congruent with the shape, or a
+  // component lies outside its extent; the message quotes layout and
+  // coordinate.
+  absl::StatusOr<int64_t> Crd2Idx(const IntTuple& coord) const;
+
+  // "SHAPE:STRIDE" in canonical notation (layout-cli.md).
+  std::string ToString() const;
+
+  // Structural equality (same shape and stride tuples). For equality as
+  // functions use FunctionallyEqual.
+  friend bool operator==(const Layout& a, const Layout& b) {
+    return a.shape_ == b.shape_ && a.stride_ == b.stride_;
+  }
+  friend bool operator!=(const Layout& a, const Layout& b) { return !(a == b); }
+
+ private:
+  Layout(IntTuple shape, IntTuple stride, int64_t size, int64_t max_index,
+         int64_t min_index)
+      : shape_(std::move(shape)),
+        stride_(std::move(stride)),
+        size_(size),
+        max_index_(max_index),
+        min_index_(min_index) {}
+
+  IntTuple shape_;
+  IntTuple stride_;
+  int64_t size_;
+  int64_t max_index_;
+  int64_t min_index_;
+};
+
+// Same size and the same value at every linear coordinate (O(size): for tests
+// and tools).
+bool FunctionallyEqual(const Layout& a, const Layout& b);
+
+// idx2crd: decodes `index` colexicographically into `shape`'s hierarchical
+// form. Errors (ValueError): index outside [0, size(shape)), or size(shape)
+// overflows.
+absl::StatusOr<IntTuple> Idx2Crd(int64_t index, const IntTuple& shape);
+
+// Product of the leaves; ValueError on overflow.
+absl::StatusOr<int64_t> TupleProduct(const IntTuple& tuple);
+
+// Parses "SHAPE:STRIDE" (layout-cli.md), whitespace ignored.
+// Errors: TypeError when the text is not a layout (syntax, or a stride not
+// congruent with the shape); ValueError for out-of-range integers, negative
+// extents or overflow.
+absl::StatusOr<Layout> ParseLayout(absl::string_view text);
+
+}  // namespace strata
+
+#endif  // STRATA_LAYOUT_LAYOUT_H_

@@ -1,0 +1,149 @@
+#include "layout/layout.h"
+
+#include <cstdint>
+#include <string>
+
+#include "core/errors.h"
+#include "gtest/gtest.h"
+
+namespace strata {
+namespace {
+
+Layout L(const std::string& text) {
+  auto layout = ParseLayout(text);
+  EXPECT_TRUE(layout.ok()) << text << ": " << layout.status();
+  return layout.ok() ? *layout : Layout();
+}
+
+TEST(LayoutTest, SizeCosizeRankDepth) {
+  const Layout l = L("((2,2),4):((1,4),2)");
+  EXPECT_EQ(l.size(), 16);
+  EXPECT_EQ(l.rank(), 2);
+  EXPECT_EQ(l.depth(), 2);
+  EXPECT_EQ(l.cosize(), 1 + 1 + 4 + 6);
+  EXPECT_EQ(L("8:1").cosize(), 8);
+  EXPECT_EQ(L("(4,8):(1,4)").cosize(), 32);
+}
+
+TEST(LayoutTest, CosizeWithZeroAndNegativeStrides) {
+  EXPECT_EQ(L("(3,4):(0,1)").cosize(), 4);
+  EXPECT_EQ(L("8:0").cosize(), 1);
+  // Values 0,-1,-2,-3: the largest reachable index is 0.
+  EXPECT_EQ(L("4:-1").cosize(), 1);
+  EXPECT_EQ(L("4:-1").min_index(), -3);
+  // Values 0..: max is 3*2 = 6 from mode 0, mode 1 only lowers it.
+  EXPECT_EQ(L("(4,3):(2,-5)").cosize(), 7);
+  EXPECT_EQ(L("(4,3):(2,-5)").min_index(), -10);
+}
+
+TEST(LayoutTest, EmptyLayoutHasCosizeZero) {
+  const Layout l = L("(4,0):(1,4)");
+  EXPECT_EQ(l.size(), 0);
+  EXPECT_EQ(l.cosize(), 0);
+  EXPECT_FALSE(l.Crd2Idx(0).ok());
+}
+
+TEST(LayoutTest, Crd2IdxLinearAndHierarchical) {
+  const Layout l = L("(4,(2,2)):(2,(1,8))");
+  // Linear 5 -> (1,1) -> (1,(1,0)).
+  EXPECT_EQ(*l.Crd2Idx(5), 2 + 1);
+  EXPECT_EQ(*l.Crd2Idx(IntTuple::Tuple({1, 1})), 3);
+  EXPECT_EQ(*l.Crd2Idx(IntTuple::Tuple({1, IntTuple::Tuple({1, 0})})), 3);
+  EXPECT_EQ(*l.Crd2Idx(IntTuple::Tuple({3, 3})), 6 + 1 + 8);
+  for (int64_t i = 0; i < l.size(); ++i) {
+    auto crd = Idx2Crd(i, l.shape());
+    ASSERT_TRUE(crd.ok());
+    EXPECT_EQ(*l.Crd2Idx(*crd), l(i)) << i;
+    EXPECT_EQ(*l.Crd2Idx(i), l(i)) << i;
+  }
+}
+
+TEST(LayoutTest, Crd2IdxRejectsCoordinatesOutsideTheShape) {
+  const Layout l = L("(4,(2,2)):(2,(1,8))");
+  for (const IntTuple& c :
+       {IntTuple(16), IntTuple(-1), IntTuple::Tuple({4, 0}),
+        IntTuple::Tuple({0, 4}), IntTuple::Tuple({0, IntTuple::Tuple({2, 0})}),
+        IntTuple::Tuple({0, 1, 2}),
+        IntTuple::Tuple({IntTuple::Tuple({0, 0}), 0})}) {
+    auto idx = l.Crd2Idx(c);
+    EXPECT_TRUE(IsValueError(idx.status())) << c.ToString();
+    EXPECT_NE(idx.status().message().find(l.ToString()),
+              absl::string_view::npos);
+  }
+}
+
+TEST(LayoutTest, Idx2CrdIsColexicographic) {
+  const IntTuple shape = IntTuple::Tuple({2, IntTuple::Tuple({3, 2})});
+  EXPECT_EQ(Idx2Crd(0, shape)->ToString(), "(0,(0,0))");
+  EXPECT_EQ(Idx2Crd(1, shape)->ToString(), "(1,(0,0))");
+  EXPECT_EQ(Idx2Crd(2, shape)->ToString(), "(0,(1,0))");
+  EXPECT_EQ(Idx2Crd(11, shape)->ToString(), "(1,(2,1))");
+  EXPECT_TRUE(IsValueError(Idx2Crd(12, shape).status()));
+  EXPECT_TRUE(IsValueError(Idx2Crd(-1, shape).status()));
+}
+
+TEST(LayoutTest, CompactLayouts) {
+  EXPECT_EQ(Layout::ColumnMajor(IntTuple::Tuple({4, 8}))->ToString(),
+            "(4,8):(1,4)");
+  EXPECT_EQ(Layout::RowMajor(IntTuple::Tuple({4, 8}))->ToString(),
+            "(4,8):(8,1)");
+  EXPECT_EQ(Layout::RowMajor(IntTuple::Tuple({2, IntTuple::Tuple({3, 4})}))
+                ->ToString(),
+            "(2,(3,4)):(12,(4,1))");
+}
+
+TEST(LayoutTest, ModesAreSubLayouts) {
+  const Layout l = L("((2,2),4):((1,4),2)");
+  EXPECT_EQ(l.mode(0).ToString(), "(2,2):(1,4)");
+  EXPECT_EQ(l.mode(1).ToString(), "4:2");
+  EXPECT_EQ(L("8:1").mode(0).ToString(), "8:1");
+}
+
+TEST(LayoutTest, ParseRejectsNonLayoutsAsTypeErrors) {
+  for (const std::string text :
+       {"8", "(4,8):1", "(4,8):(1,(4,1))", "4:1:2", ":", "(4,8)(1,4)", "a:b"}) {
+    auto layout = ParseLayout(text);
+    EXPECT_TRUE(IsTypeError(layout.status()))
+        << text << ": " << layout.status();
+  }
+}
+
+TEST(LayoutTest, CreateRejectsIncongruentStrideAsValueError) {
+  auto layout = Layout::Create(IntTuple::Tuple({4, 8}), IntTuple(1));
+  EXPECT_TRUE(IsValueError(layout.status()));
+  EXPECT_NE(layout.status().message().find("not congruent"),
+            absl::string_view::npos);
+}
+
+TEST(LayoutTest, NegativeExtentIsAValueError) {
+  EXPECT_TRUE(IsValueError(ParseLayout("(4,-2):(1,4)").status()));
+}
+
+TEST(LayoutTest, ExtremeValuesOverflowCleanly) {
+  EXPECT_TRUE(
+      IsValueError(ParseLayout("(1000000000000000000,1000):(1,1)").status()));
+  EXPECT_TRUE(IsValueError(ParseLayout("3:-9223372036854775808").status()));
+  // 2:INT64_MIN reaches 0 and INT64_MIN: representable, so admitted.
+  EXPECT_EQ(ParseLayout("2:-9223372036854775808")->min_index(), INT64_MIN);
+  EXPECT_TRUE(
+      IsValueError(ParseLayout("(2,2):(9223372036854775807,1)").status()));
+  // Extent 1 never moves, whatever the stride.
+  auto fine = ParseLayout("1:-9223372036854775808");
+  ASSERT_TRUE(fine.ok());
+  EXPECT_EQ(fine->cosize(), 1);
+  auto big = ParseLayout("1000000000000000000:1");
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(big->cosize(), 1000000000000000000);
+}
+
+TEST(LayoutTest, CanonicalPrintRoundTrips) {
+  for (const std::string text :
+       {"8:1", "(4):(1)", "(4,8):(1,4)", "((2,2),4):((1,4),2)", "(3,4):(0,1)",
+        "():()", "4:-1"}) {
+    EXPECT_EQ(L(text).ToString(), text);
+  }
+  EXPECT_EQ(L(" ( 4 , 8 ) : ( 1 , 4 ) ").ToString(), "(4,8):(1,4)");
+}
+
+}  // namespace
+}  // namespace strata

@@ -1,0 +1,47 @@
+// Seeded random layouts for property tests (testonly). Failures print the seed.
+#ifndef STRATA_LAYOUT_RANDOM_LAYOUTS_H_
+#define STRATA_LAYOUT_RANDOM_LAYOUTS_H_
+
+#include <cstdint>
+#include <random>
+
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+
+namespace strata {
+namespace testing {
+
+class RandomLayouts {
+ public:
+  explicit RandomLayouts(uint64_t seed) : rng_(seed) {}
+
+  int64_t Uniform(int64_t lo, int64_t hi) {  // Inclusive.
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng_);
+  }
+
+  // A random hierarchical shape of 1..max_leaves extents in [1, max_extent],
+  // nesting up to max_depth, with size at most max_size.
+  IntTuple Shape(int max_leaves, int64_t max_extent, int max_depth,
+                 int64_t max_size = 1 << 12);
+  // A shape with a random stride in [-max_stride, max_stride] per leaf.
+  Layout Any(int max_leaves, int64_t max_extent, int64_t max_stride,
+             int max_depth = 2);
+  // An injective layout with non-negative strides: a compact layout of a random
+  // shape whose modes are placed in random order, with gaps multiplying some
+  // strides.
+  Layout Injective(int max_leaves, int64_t max_extent, int max_depth = 2,
+                   bool gaps = true);
+  // A compact column-major layout of a shape whose size divides `size`.
+  Layout DividingTiler(int64_t size);
+
+  std::mt19937_64& engine() { return rng_; }
+
+ private:
+  IntTuple Nest(absl::Span<const int64_t> leaves, int max_depth);
+  std::mt19937_64 rng_;
+};
+
+}  // namespace testing
+}  // namespace strata
+
+#endif  // STRATA_LAYOUT_RANDOM_LAYOUTS_H_
