@@ -1,0 +1,99 @@
+#include "carrier/carrier.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "dtype/packing.h"
+
+namespace strata {
+namespace {
+
+absl::StatusOr<const SimpleDType*> RequireSimple(
+    const DType* dtype, int64_t size, absl::string_view carrier_class) {
+  if (dtype == nullptr) {
+    return ValueErrorCat("a ", carrier_class, " carrier needs a dtype");
+  }
+  const SimpleDType* simple = dtype->AsSimple();
+  if (simple == nullptr) {
+    return ValueErrorCat("a ", carrier_class, " carrier stores simple dtypes; ",
+                         dtype->name(), " is a ", dtype->kind_name(), " dtype");
+  }
+  if (size < 0) {
+    return ValueErrorCat("a ", carrier_class, " carrier of ", dtype->name(),
+                         " cannot have negative size ", size);
+  }
+  return simple;
+}
+
+}  // namespace
+
+void Carrier::Release() {
+  if (!released_.exchange(true, std::memory_order_acq_rel)) ReleaseStorage();
+}
+
+absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
+    const DType* dtype, int64_t size, uint64_t version) {
+  auto simple = RequireSimple(dtype, size, "host");
+  if (!simple.ok()) return simple.status();
+  auto bytes = StorageBytes(**simple, size);
+  if (!bytes.ok()) return bytes.status();
+  if (*bytes > kMaxHostBytes) {
+    return ValueErrorCat("a host carrier of ", size, " ", dtype->name(),
+                         " values needs ", *bytes,
+                         " bytes, above the limit of ", kMaxHostBytes);
+  }
+  // Round up to the alignment so that vector loops may read whole lines.
+  const int64_t allocated = (*bytes + 63) / 64 * 64;
+  void* data = nullptr;
+  if (allocated > 0) {
+    data = ::operator new(allocated, std::align_val_t(64), std::nothrow);
+    if (data == nullptr) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot allocate ", allocated, " bytes for a host carrier"));
+    }
+    std::memset(data, 0, allocated);
+  }
+  return std::shared_ptr<HostCarrier>(
+      new HostCarrier(dtype, size, version, data, *bytes));
+}
+
+HostCarrier::~HostCarrier() { Release(); }
+
+void HostCarrier::ReleaseStorage() {
+  if (data_ != nullptr) ::operator delete(data_, std::align_val_t(64));
+}
+
+absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
+    const DType* dtype, int64_t size, void* data, Deleter deleter,
+    uint64_t version) {
+  auto simple = RequireSimple(dtype, size, "external");
+  if (!simple.ok()) return simple.status();
+  if (data == nullptr && size > 0) {
+    return ValueErrorCat("an external carrier of ", size, " ", dtype->name(),
+                         " values needs a data pointer");
+  }
+  return std::shared_ptr<ExternalCarrier>(
+      new ExternalCarrier(dtype, size, version, data, std::move(deleter)));
+}
+
+ExternalCarrier::~ExternalCarrier() { Release(); }
+
+void ExternalCarrier::ReleaseStorage() {
+  if (deleter_) {
+    Deleter deleter = std::move(deleter_);
+    deleter_ = nullptr;
+    deleter();
+  }
+}
+
+std::shared_ptr<RecordedCarrier> RecordedCarrier::Create(const DType& dtype,
+                                                         int64_t size,
+                                                         uint64_t version) {
+  return std::shared_ptr<RecordedCarrier>(
+      new RecordedCarrier(&dtype, size, version));
+}
+
+}  // namespace strata

@@ -1,0 +1,145 @@
+// Carriers: typed storage with a mutation version.
+//
+// NOTE [ Carrier ownership and aliasing ]
+// Carriers are shared: representations and views hold std::shared_ptr<Carrier>,
+// and many Tensors may alias one carrier. A Tensor never releases a carrier;
+// only an explicit Release() (or the last owner going away) frees its storage.
+// Mutation detection relies on version(): every mutation made through Strata
+// bumps it exactly once per call, so a snapshot of (identity, version) pairs
+// tells whether data changed since.
+#ifndef STRATA_CARRIER_CARRIER_H_
+#define STRATA_CARRIER_CARRIER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <typeindex>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "dtype/dtype.h"
+
+namespace strata {
+
+class Carrier {
+ public:
+  Carrier(const Carrier&) = delete;
+  Carrier& operator=(const Carrier&) = delete;
+  virtual ~Carrier() = default;
+
+  // The dtype of the stored values (any descriptor for a RecordedCarrier).
+  const DType& dtype() const { return *dtype_; }
+  // Number of stored values (never bytes); may be negative only for a
+  // RecordedCarrier.
+  int64_t size() const { return size_; }
+
+  // Mutation version: starts at the creation version (0 unless replayed) and is
+  // bumped by every mutation through Strata. Atomic: readable from any thread.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  // Records one mutation. Returns the new version.
+  uint64_t BumpVersion() {
+    return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
+  }
+
+  // Frees the storage now (idempotent; the first call frees). Data access
+  // afterwards returns nullptr. Never called by a Tensor, view or failed
+  // operation.
+  void Release();
+  bool released() const { return released_.load(std::memory_order_acquire); }
+
+  // The registered carrier class name ("host", "external", "recorded", ...).
+  virtual absl::string_view class_name() const = 0;
+  // The exact dynamic class, for the one-carrier-class rule.
+  std::type_index type() const { return typeid(*this); }
+
+  // Host-addressable bytes of the values (packed, see dtype/packing.h), or
+  // nullptr when the class holds no data or the carrier was released.
+  const void* data() const { return released() ? nullptr : raw_data(); }
+  void* mutable_data() { return released() ? nullptr : raw_data(); }
+
+ protected:
+  Carrier(const DType* dtype, int64_t size, uint64_t version)
+      : dtype_(dtype), size_(size), version_(version) {}
+  // Frees the class's storage; called exactly once, by the first Release().
+  virtual void ReleaseStorage() {}
+  virtual void* raw_data() const { return nullptr; }
+
+ private:
+  const DType* dtype_;
+  int64_t size_;
+  std::atomic<uint64_t> version_;
+  std::atomic<bool> released_{false};
+};
+
+// Owned, 64-byte aligned, zero-filled host memory.
+class HostCarrier final : public Carrier {
+ public:
+  // Errors (ValueError): null or non-simple dtype, negative size, a byte count
+  // that overflows or exceeds kMaxHostBytes. ResourceExhausted if allocation
+  // fails. Nothing is allocated on failure.
+  static constexpr int64_t kMaxHostBytes = int64_t{1} << 46;
+  static absl::StatusOr<std::shared_ptr<HostCarrier>> Create(
+      const DType* dtype, int64_t size, uint64_t version = 0);
+
+  ~HostCarrier() override;
+  absl::string_view class_name() const override { return "host"; }
+  int64_t size_in_bytes() const { return bytes_; }
+
+ private:
+  HostCarrier(const DType* dtype, int64_t size, uint64_t version, void* data,
+              int64_t bytes)
+      : Carrier(dtype, size, version), data_(data), bytes_(bytes) {}
+  void ReleaseStorage() override;
+  void* raw_data() const override { return data_; }
+
+  void* data_;
+  int64_t bytes_;
+};
+
+// Borrowed host memory plus a deleter that runs exactly once: at Release() or
+// when the carrier is destroyed, whichever comes first.
+class ExternalCarrier final : public Carrier {
+ public:
+  using Deleter = std::function<void()>;
+  // Errors (ValueError): null or non-simple dtype, negative size, null data
+  // with a positive size. On failure the deleter does not run: the caller still
+  // owns the memory.
+  static absl::StatusOr<std::shared_ptr<ExternalCarrier>> Create(
+      const DType* dtype, int64_t size, void* data, Deleter deleter,
+      uint64_t version = 0);
+
+  ~ExternalCarrier() override;
+  absl::string_view class_name() const override { return "external"; }
+
+ private:
+  ExternalCarrier(const DType* dtype, int64_t size, uint64_t version,
+                  void* data, Deleter deleter)
+      : Carrier(dtype, size, version),
+        data_(data),
+        deleter_(std::move(deleter)) {}
+  void ReleaseStorage() override;
+  void* raw_data() const override { return data_; }
+
+  void* data_;
+  Deleter deleter_;
+};
+
+// What a dump recorded of a carrier: dtype, size, version; no data. It may
+// report a negative size or a non-simple dtype, so that replay can show
+// validation failing.
+class RecordedCarrier final : public Carrier {
+ public:
+  static std::shared_ptr<RecordedCarrier> Create(const DType& dtype,
+                                                 int64_t size,
+                                                 uint64_t version = 0);
+  absl::string_view class_name() const override { return "recorded"; }
+
+ private:
+  using Carrier::Carrier;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_CARRIER_CARRIER_H_

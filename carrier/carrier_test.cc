@@ -1,0 +1,144 @@
+#include "carrier/carrier.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "carrier/carrier_registry.h"
+#include "core/errors.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "gtest/gtest.h"
+
+namespace strata {
+namespace {
+
+TEST(HostCarrierTest, AlignedZeroFilledAndSizedInValues) {
+  auto c = HostCarrier::Create(dtypes::Float32(), 10);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->size(), 10);
+  EXPECT_EQ((*c)->size_in_bytes(), 40);
+  EXPECT_EQ(&(*c)->dtype(), dtypes::Float32());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>((*c)->data()) % 64, 0u);
+  const auto* bytes = static_cast<const uint8_t*>((*c)->data());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(bytes[i], 0);
+  EXPECT_EQ((*c)->class_name(), "host");
+  EXPECT_EQ((*c)->type(), std::type_index(typeid(HostCarrier)));
+}
+
+TEST(HostCarrierTest, SubByteValuesPackTwoPerByteLowNibbleFirst) {
+  auto c = HostCarrier::Create(dtypes::Float4E2M1FN(), 5);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->size(), 5);
+  EXPECT_EQ((*c)->size_in_bytes(), 3);
+  auto* bytes = static_cast<uint8_t*>((*c)->mutable_data());
+  WritePacked(bytes, 4, 0, 0x3);
+  WritePacked(bytes, 4, 1, 0xA);
+  WritePacked(bytes, 4, 4, 0xF);
+  EXPECT_EQ(bytes[0], 0xA3);
+  EXPECT_EQ(bytes[2], 0x0F);
+  EXPECT_EQ(ReadPacked(bytes, 4, 1), 0xAu);
+  EXPECT_EQ(ReadPacked(bytes, 4, 2), 0u);
+}
+
+TEST(HostCarrierTest, BadInputIsAValueErrorAndAllocatesNothing) {
+  EXPECT_TRUE(
+      IsValueError(HostCarrier::Create(dtypes::Float32(), -1).status()));
+  EXPECT_TRUE(IsValueError(HostCarrier::Create(dtypes::MXFP4(), 4).status()));
+  EXPECT_TRUE(IsValueError(HostCarrier::Create(dtypes::Any(), 4).status()));
+  EXPECT_TRUE(IsValueError(HostCarrier::Create(nullptr, 4).status()));
+  EXPECT_TRUE(
+      IsValueError(HostCarrier::Create(dtypes::Float64(), INT64_MAX).status()));
+  EXPECT_TRUE(IsValueError(
+      HostCarrier::Create(dtypes::Float32(), int64_t{1} << 50).status()));
+}
+
+TEST(CarrierTest, VersionsStartAtZeroAndBump) {
+  auto c = HostCarrier::Create(dtypes::Int32(), 4);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->version(), 0u);
+  EXPECT_EQ((*c)->BumpVersion(), 1u);
+  EXPECT_EQ((*c)->BumpVersion(), 2u);
+  EXPECT_EQ((*c)->version(), 2u);
+  auto replayed = HostCarrier::Create(dtypes::Int32(), 4, /*version=*/7);
+  EXPECT_EQ((*replayed)->version(), 7u);
+}
+
+TEST(CarrierTest, ReleaseIsExplicitAndIdempotent) {
+  auto c = HostCarrier::Create(dtypes::Int8(), 4);
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE((*c)->released());
+  (*c)->Release();
+  EXPECT_TRUE((*c)->released());
+  EXPECT_EQ((*c)->data(), nullptr);
+  (*c)->Release();
+  EXPECT_TRUE((*c)->released());
+}
+
+TEST(ExternalCarrierTest, DeleterRunsExactlyOnce) {
+  std::vector<float> memory(8, 1.5f);
+  int deletions = 0;
+  {
+    auto c = ExternalCarrier::Create(dtypes::Float32(), 8, memory.data(),
+                                     [&deletions] { ++deletions; });
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ((*c)->data(), memory.data());
+    EXPECT_EQ((*c)->class_name(), "external");
+    (*c)->Release();
+    EXPECT_EQ(deletions, 1);
+    (*c)->Release();
+    EXPECT_EQ(deletions, 1);
+  }
+  EXPECT_EQ(deletions, 1);
+  {
+    auto c = ExternalCarrier::Create(dtypes::Float32(), 8, memory.data(),
+                                     [&deletions] { ++deletions; });
+    ASSERT_TRUE(c.ok());
+  }
+  EXPECT_EQ(deletions, 2) << "destruction runs the deleter when not released";
+}
+
+TEST(ExternalCarrierTest, FailedCreationDoesNotRunTheDeleter) {
+  int deletions = 0;
+  auto c = ExternalCarrier::Create(dtypes::Float32(), 8, nullptr,
+                                   [&deletions] { ++deletions; });
+  EXPECT_TRUE(IsValueError(c.status()));
+  EXPECT_EQ(deletions, 0);
+  float x = 0;
+  EXPECT_TRUE(IsValueError(
+      ExternalCarrier::Create(dtypes::MXFP4(), 1, &x, [&deletions] {
+        ++deletions;
+      }).status()));
+  EXPECT_EQ(deletions, 0);
+}
+
+TEST(RecordedCarrierTest, HoldsMetadataOnlyAndMayBeInvalid) {
+  auto c = RecordedCarrier::Create(*dtypes::MXFP8E4M3(), -4, 3);
+  EXPECT_EQ(c->size(), -4);
+  EXPECT_EQ(c->version(), 3u);
+  EXPECT_EQ(&c->dtype(), dtypes::MXFP8E4M3());
+  EXPECT_EQ(c->data(), nullptr);
+  EXPECT_EQ(c->class_name(), "recorded");
+}
+
+TEST(CarrierRegistryTest, BuiltInClassesRebuildCarriers) {
+  auto& registry = CarrierClassRegistry::Global();
+  EXPECT_EQ(registry.Names(),
+            (std::vector<std::string>{"host", "external", "recorded"}));
+  const std::string data("\x01\x02\x03\x04", 4);
+  for (const char* name : {"host", "external"}) {
+    auto cls = registry.Lookup(name);
+    ASSERT_TRUE(cls.ok());
+    auto c = cls->factory(*dtypes::UInt8(), 4, 9, data);
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ((*c)->class_name(), name);
+    EXPECT_EQ((*c)->version(), 9u);
+    EXPECT_EQ(std::memcmp((*c)->data(), data.data(), 4), 0);
+  }
+  EXPECT_TRUE(IsTypeError(registry.Lookup("gpu").status()));
+  EXPECT_TRUE(IsValueError(registry.Register({"host", typeid(int), nullptr})));
+}
+
+}  // namespace
+}  // namespace strata

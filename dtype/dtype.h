@@ -1,0 +1,150 @@
+// dtype descriptors: SimpleDType, CompoundDType and DTypeCategory.
+//
+// NOTE [ DType identity and lifetime ]
+// Descriptors are immutable and compared by identity (address), as the spec
+// requires: a second descriptor named "float32" is a different dtype from the
+// built-in one. Every descriptor lives for the whole process (like Python's
+// dtype singletons): the factories below intern them in a process-lifetime
+// arena, so a `const DType*` held by a carrier or a representation can never
+// dangle. Descriptors are few, so this costs nothing.
+#ifndef STRATA_DTYPE_DTYPE_H_
+#define STRATA_DTYPE_DTYPE_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "dtype/representation_rule.h"
+
+namespace strata {
+
+class SimpleDType;
+class CompoundDType;
+class DTypeCategory;
+
+class DType {
+ public:
+  enum class Kind { kSimple, kCompound, kCategory };
+
+  DType(const DType&) = delete;
+  DType& operator=(const DType&) = delete;
+  virtual ~DType() = default;
+
+  const std::string& name() const { return name_; }
+  Kind kind() const { return kind_; }
+
+  // Downcasts; nullptr when the descriptor is of another kind.
+  const SimpleDType* AsSimple() const;
+  const CompoundDType* AsCompound() const;
+  const DTypeCategory* AsCategory() const;
+
+  // The ordered storage schema (D_0, ..., D_(n-1)): {this} for a simple dtype,
+  // the simple_types of a compound; empty for a category, which has none.
+  absl::Span<const SimpleDType* const> storage_schema() const {
+    return storage_schema_;
+  }
+  bool has_storage_schema() const { return !storage_schema_.empty(); }
+
+  // "simple", "compound" or "category".
+  absl::string_view kind_name() const;
+
+ protected:
+  DType(std::string name, Kind kind) : name_(std::move(name)), kind_(kind) {}
+  std::vector<const SimpleDType*> storage_schema_;
+
+ private:
+  std::string name_;
+  Kind kind_;
+};
+
+// What the values of a simple dtype are.
+enum class NumericClass { kBool, kInteger, kFloating };
+
+class SimpleDType final : public DType {
+ public:
+  struct Spec {
+    std::string name;
+    int bits =
+        0;  // Storage bits per value: 1..64; sub-byte widths must divide 8.
+    NumericClass numeric_class = NumericClass::kFloating;
+    bool is_signed = true;
+    // Floating formats: exponent and explicit mantissa bits (0 for others).
+    int exponent_bits = 0;
+    int mantissa_bits = 0;
+  };
+
+  // A new, unregistered descriptor. Errors (ValueError): empty name, bits
+  // outside 1..64 or a sub-byte width that does not divide 8, exponent/mantissa
+  // bits that do not fit.
+  static absl::StatusOr<const SimpleDType*> Create(Spec spec);
+
+  int bits() const { return spec_.bits; }
+  NumericClass numeric_class() const { return spec_.numeric_class; }
+  bool is_signed() const { return spec_.is_signed; }
+  bool is_floating() const {
+    return spec_.numeric_class == NumericClass::kFloating;
+  }
+  bool is_integer() const {
+    return spec_.numeric_class == NumericClass::kInteger;
+  }
+  bool is_bool() const { return spec_.numeric_class == NumericClass::kBool; }
+  int exponent_bits() const { return spec_.exponent_bits; }
+  int mantissa_bits() const { return spec_.mantissa_bits; }
+
+ private:
+  explicit SimpleDType(Spec spec);
+  Spec spec_;
+};
+
+class CompoundDType final : public DType {
+ public:
+  // A new, unregistered descriptor whose storage schema is `simple_types`, in
+  // order, and whose representation rules run in `rules` order after universal
+  // validation. Errors (ValueError): empty name, no simple types, a null simple
+  // type or rule.
+  static absl::StatusOr<const CompoundDType*> Create(
+      std::string name, std::vector<const SimpleDType*> simple_types,
+      std::vector<std::shared_ptr<const RepresentationRule>> rules = {});
+
+  absl::Span<const SimpleDType* const> simple_types() const {
+    return storage_schema_;
+  }
+  absl::Span<const std::shared_ptr<const RepresentationRule>> rules() const {
+    return rules_;
+  }
+
+ private:
+  CompoundDType(std::string name, std::vector<const SimpleDType*> simple_types,
+                std::vector<std::shared_ptr<const RepresentationRule>> rules);
+  std::vector<std::shared_ptr<const RepresentationRule>> rules_;
+};
+
+class DTypeCategory final : public DType {
+ public:
+  using Predicate = std::function<bool(const DType&)>;
+
+  // A new, unregistered category of the dtypes for which `contains` is true.
+  // Errors (ValueError): empty name or no predicate.
+  static absl::StatusOr<const DTypeCategory*> Create(std::string name,
+                                                     Predicate contains);
+
+  bool Contains(const DType& dtype) const { return contains_(dtype); }
+
+ private:
+  DTypeCategory(std::string name, Predicate contains);
+  Predicate contains_;
+};
+
+// The storage schema of `dtype` (see DType::storage_schema).
+// Errors (ValueError): the dtype provides no Tensor storage schema (a
+// category).
+absl::StatusOr<absl::Span<const SimpleDType* const>> StorageSchema(
+    const DType& dtype);
+
+}  // namespace strata
+
+#endif  // STRATA_DTYPE_DTYPE_H_

@@ -1,0 +1,52 @@
+// The dtype-provided representation rules and the read-only context they
+// validate.
+#ifndef STRATA_DTYPE_REPRESENTATION_RULE_H_
+#define STRATA_DTYPE_REPRESENTATION_RULE_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+
+namespace strata {
+
+class DType;
+class SimpleDType;
+
+// The public RepresentationValidationContext protocol: a read-only description
+// of a universally validated candidate representation. Every accessor is const
+// and returns views of frozen state, so a rule can read all five fields but
+// cannot mutate them.
+class RepresentationValidationContext {
+ public:
+  virtual ~RepresentationValidationContext() = default;
+
+  // The logical dtype of the Tensor.
+  virtual const DType& logical_dtype() const = 0;
+  // D_0, ..., D_(n-1): the storage dtype of each subtensor, in level order.
+  virtual absl::Span<const SimpleDType* const> storage_dtypes() const = 0;
+  // L_0, ..., L_(n-1): the placement layout of each subtensor.
+  virtual absl::Span<const Layout> placement_layouts() const = 0;
+  // S_0, ..., S_(n-2): the adjacent layout between each pair of levels.
+  virtual absl::Span<const Layout> adjacent_layouts() const = 0;
+  // shape(L_0), ..., shape(L_(n-1)).
+  virtual absl::Span<const IntTuple> level_shapes() const = 0;
+};
+
+// One rule a logical dtype imposes on its representations, run after universal
+// validation. Validate returns OkStatus (the spec's None) or the error to
+// propagate; the first failing rule stops construction and later rules do not
+// run.
+class RepresentationRule {
+ public:
+  virtual ~RepresentationRule() = default;
+  // A short name for messages ("mx_block_scale").
+  virtual absl::string_view name() const = 0;
+  virtual absl::Status Validate(
+      const RepresentationValidationContext& context) const = 0;
+};
+
+}  // namespace strata
+
+#endif  // STRATA_DTYPE_REPRESENTATION_RULE_H_

@@ -1,0 +1,21 @@
+// Strata's public API in one header: dtypes (and the
+// RepresentationValidationContext protocol of representation rules), carriers,
+// layouts and their algebra, and Tensor.
+#ifndef STRATA_STRATA_H_
+#define STRATA_STRATA_H_
+
+#include "carrier/carrier.h"            // IWYU pragma: export
+#include "carrier/carrier_registry.h"   // IWYU pragma: export
+#include "core/errors.h"                // IWYU pragma: export
+#include "core/mutation_snapshot.h"     // IWYU pragma: export
+#include "core/status_macros.h"         // IWYU pragma: export
+#include "core/tensor.h"                // IWYU pragma: export
+#include "dtype/dtype.h"                // IWYU pragma: export
+#include "dtype/packing.h"              // IWYU pragma: export
+#include "dtype/registry.h"             // IWYU pragma: export
+#include "dtype/representation_rule.h"  // IWYU pragma: export
+#include "layout/algebra.h"             // IWYU pragma: export
+#include "layout/int_tuple.h"           // IWYU pragma: export
+#include "layout/layout.h"              // IWYU pragma: export
+
+#endif  // STRATA_STRATA_H_
