@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Strata's two set-up-free entry points on a fresh Debian machine:
+#   tools/run.sh demo            build and run the main job (strata demo)
+#   tools/run.sh test [ARGS...]  run every test (bazel test //... ARGS, e.g. --config=asan)
+# Both first install the Debian packages that are missing (as root with apt-get, else
+# through sudo) and say what they install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-dev
+  libprotobuf-dev protobuf-compiler libdlpack-dev)
+
+install_missing() {
+  local missing=()
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+      missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "tools/run.sh: installing missing Debian packages: ${missing[*]}"
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+  echo "tools/run.sh: installed ${missing[*]}"
+}
+
+command="${1:-}"
+[ $# -gt 0 ] && shift
+case "$command" in
+  demo)
+    install_missing
+    bazel build --config=opt --noshow_progress //tools:strata 2>/dev/null ||
+      bazel build --config=opt //tools:strata
+    exec bazel-bin/tools/strata demo
+    ;;
+  test)
+    install_missing
+    log=$(mktemp)
+    status=0
+    bazel test //... --test_summary=short "$@" 2>&1 | tee "$log" || status=$?
+    passed=$(grep -cE '^//[^ ]+ .*PASSED' "$log" || true)
+    failed=$(grep -cE '^//[^ ]+ .*(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "$log" || true)
+    rm -f "$log"
+    [ "$status" -ne 0 ] && [ "$failed" -eq 0 ] && failed=1  # A build failure.
+    echo "bazel test $*: $passed passed, $failed failed"
+    exit "$status"
+    ;;
+  *)
+    echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options]" >&2
+    exit 2
+    ;;
+esac

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# End-to-end checks of the strata binary: exit statuses and exact output lines.
+set -u
+strata="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/strata"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+requests="$TEST_TMPDIR/requests.txt"
+cat > "$requests" <<'REQ'
+# the contract's requests
+size (4,8):(1,4)
+cosize (3,4):(0,1)
+
+compose (6,2):(8,2) (4,3):(3,1)
+complement (2,2):(1,6) 24
+idx2crd (2,(3,2)) 11
+logical_divide (4,2,3):(2,1,8) 4:2
+REQ
+out=$("$strata" layout --batch "$requests"); status=$?
+expected=$'32\n4\n((2,2),3):((24,2),8)\n(3,2):(2,12)\n(1,(2,1))\n((2,2),(2,3)):((4,1),(2,8))'
+[ "$status" = 0 ] || fail "batch exit status $status, want 0"
+[ "$out" = "$expected" ] || fail "batch output: $out"
+
+out=$(printf 'size 8:1\ncompose (4,3):(1,10) 6:1\nsize x\n' | "$strata" layout --batch -); status=$?
+[ "$status" = 1 ] || fail "batch with errors exit status $status, want 1"
+[ "$(echo "$out" | wc -l)" = 3 ] || fail "one answer line per request: $out"
+echo "$out" | sed -n 2p | grep -q '^error: ValueError: composition' || fail "error line: $out"
+echo "$out" | sed -n 3p | grep -q '^error: TypeError: ' || fail "type error line: $out"
+
+out=$("$strata" layout --show '(2,3):(3,1)'); status=$?
+[ "$status" = 0 ] || fail "show exit $status"
+echo "$out" | grep -q '^1 | 3 | 4 | 5 |$' || fail "show table: $out"
+
+"$strata" layout --batch /nonexistent/file >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "unreadable batch file exit $status, want 2"
+
+out=$("$strata" demo); status=$?
+[ "$status" = 0 ] || fail "demo exit $status"
+echo "$out" | grep -q 'mxfp8_e4m3' || fail "demo output: $out"
+
+if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
+echo "strata CLI: all checks passed"
