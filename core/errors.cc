@@ -57,9 +57,10 @@ absl::Status WithContext(const absl::Status& status,
 std::string FormatError(const absl::Status& status) {
   if (status.ok()) return "OK";
   const ErrorKind kind = GetErrorKind(status);
-  const absl::string_view name = kind == ErrorKind::kNone
-                                     ? absl::StatusCodeToString(status.code())
-                                     : ErrorKindName(kind);
+  // StatusCodeToString returns a temporary: hold a std::string, not a view.
+  const std::string name = kind == ErrorKind::kNone
+                               ? absl::StatusCodeToString(status.code())
+                               : std::string(ErrorKindName(kind));
   return absl::StrCat(name, ": ", status.message());
 }
 

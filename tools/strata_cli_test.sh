@@ -38,5 +38,29 @@ out=$("$strata" demo); status=$?
 [ "$status" = 0 ] || fail "demo exit $status"
 echo "$out" | grep -q 'mxfp8_e4m3' || fail "demo output: $out"
 
+golden="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/golden"
+out=$("$strata" validate "$golden/float32_4x8.textproto" "$golden/mxfp8_4x64.textproto"); status=$?
+[ "$status" = 0 ] || fail "validate valid files exit $status"
+echo "$out" | grep -q 'mxfp8_4x64.textproto: OK dtype=mxfp8_e4m3 levels=2 shape=(4,64) snapshot=\[c0@0,c1@0\]$' ||
+  fail "validate OK line: $out"
+out=$("$strata" validate "$golden/float32_4x8.textproto" "$golden/invalid_adjacent_range.textproto" \
+  "$golden/invalid_unknown_carrier.textproto"); status=$?
+[ "$status" = 1 ] || fail "validate invalid exit $status, want 1"
+echo "$out" | grep -q 'invalid_adjacent_range.textproto: ValueError: adjacent level 0: ' || fail "$out"
+echo "$out" | grep -q 'invalid_unknown_carrier.textproto: TypeError: subtensor 0: carrier is not a Carrier$' || fail "$out"
+head -c 300 /dev/urandom > "$TEST_TMPDIR/random.bin"
+"$strata" validate "$TEST_TMPDIR/random.bin" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "random bytes exit $status, want 2"
+printf 'logical_dtype: "float32"\ncarriers { id: "c0" size: 99999999999999999999999 }' |
+  "$strata" validate - >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "huge number exit $status, want 2"
+head -c 200 "$golden/mxfp8_4x64.textproto" | "$strata" validate - >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "truncated text exit $status, want 2"
+"$strata" validate /nonexistent >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "unreadable file exit $status, want 2"
+[ "$("$strata" dump --list)" = $'float32_4x8\nmxfp8_4x64\nmxfp4_2x32' ] || fail "dump --list"
+"$strata" dump --example mxfp8_4x64 | cmp -s - "$golden/mxfp8_4x64.textproto" || fail "dump golden"
+"$strata" dump --example nope >/dev/null 2>&1; [ $? = 2 ] || fail "dump unknown example"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

@@ -1,11 +1,17 @@
-// The `strata` command-line tool (shared/design/representation-cli.md, layout-cli.md).
+// The `strata` command-line tool (shared/design/representation-cli.md,
+// layout-cli.md).
 //
 //   strata demo                     the main job
-//   strata layout --batch FILE      layout algebra requests, one answer line each
-//   strata layout --show LAYOUT     a rank-1 or rank-2 layout drawn as a table
+//   strata dump --example NAME      an example representation as text (--list:
+//   names) strata validate FILE...         replay each text file and report OK
+//   or the error strata layout --batch FILE      layout algebra requests, one
+//   answer line each strata layout --show LAYOUT     a rank-1 or rank-2 layout
+//   drawn as a table
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,6 +24,8 @@
 #include "layout/batch.h"
 #include "layout/layout.h"
 #include "layout/show.h"
+#include "proto/codec.h"
+#include "proto/examples.h"
 
 namespace strata {
 namespace {
@@ -25,6 +33,8 @@ namespace {
 constexpr char kUsage[] =
     "usage:\n"
     "  strata demo\n"
+    "  strata dump --example NAME | --list [--data]\n"
+    "  strata validate FILE...        (FILE '-' reads standard input)\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
     "  strata layout --show LAYOUT\n";
 
@@ -71,12 +81,98 @@ std::string SnapshotText(const MutationSnapshot& snapshot,
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
 
+int DumpCommand(const std::vector<std::string>& args) {
+  if (args.size() == 1 && args[0] == "--list") {
+    for (const std::string& name : ExampleNames()) std::cout << name << "\n";
+    return 0;
+  }
+  const bool data = args.size() == 3 && args[2] == "--data";
+  if ((args.size() != 2 && !data) || args[0] != "--example") return Usage();
+  auto tensor = MakeExample(args[1]);
+  if (!tensor.ok()) {
+    std::cerr << "strata dump: " << FormatError(tensor.status()) << "\n";
+    return 2;
+  }
+  std::cout << ToText(ToProto(*tensor, {data}));
+  return 0;
+}
+
+// "(4,64)": the top-level extents of L_0.
+std::string TopLevelShape(const Layout& layout) {
+  std::vector<int64_t> extents;
+  for (int i = 0; i < layout.rank(); ++i)
+    extents.push_back(layout.mode(i).size());
+  return absl::StrCat("(", absl::StrJoin(extents, ","), ")");
+}
+
+// One validate line for `replayed`, e.g. "OK dtype=float32 levels=1 shape=(4,8)
+// ...".
+std::string OkLine(const Replayed& replayed) {
+  const Tensor& t = replayed.tensor;
+  std::vector<std::string> snapshot;
+  for (const CarrierVersion& entry : t.Snapshot()) {
+    for (const auto& [carrier, id] : replayed.carrier_ids) {
+      if (carrier == entry.carrier)
+        snapshot.push_back(absl::StrCat(id, "@", entry.version));
+    }
+  }
+  return absl::StrCat("OK dtype=", t.dtype().name(),
+                      " levels=", t.num_subtensors(),
+                      " shape=", TopLevelShape(t.layout()), " snapshot=[",
+                      absl::StrJoin(snapshot, ","), "]");
+}
+
+// Reads FILE ('-' = standard input); false when unreadable.
+bool ReadFile(const std::string& path, std::string* text) {
+  std::ostringstream buffer;
+  if (path == "-") {
+    buffer << std::cin.rdbuf();
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return false;
+    buffer << in.rdbuf();
+    if (in.bad()) return false;
+  }
+  *text = buffer.str();
+  return true;
+}
+
+int ValidateCommand(const std::vector<std::string>& files) {
+  if (files.empty()) return Usage();
+  int exit_status = 0;
+  for (const std::string& file : files) {
+    std::string text;
+    if (!ReadFile(file, &text)) {
+      std::cout << file << ": unreadable file\n";
+      std::cerr << "strata validate: cannot read " << file << "\n";
+      exit_status = 2;
+      continue;
+    }
+    auto proto = ParseText(text);
+    if (!proto.ok()) {
+      std::cout << file << ": " << FormatError(proto.status()) << "\n";
+      exit_status = 2;
+      continue;
+    }
+    auto replayed = ReplayWithIds(*proto);
+    if (!replayed.ok()) {
+      std::cout << file << ": " << FormatError(replayed.status()) << "\n";
+      exit_status = std::max(exit_status, 1);
+      continue;
+    }
+    std::cout << file << ": " << OkLine(*replayed) << "\n";
+  }
+  return exit_status;
+}
+
 int Demo() {
-  std::cout << "Strata demo: how one logical Tensor is built from typed storage.\n\n";
+  std::cout
+      << "Strata demo: how one logical Tensor is built from typed storage.\n\n";
   std::cout << "Registered dtypes: "
             << absl::StrJoin(DTypeRegistry::Global().Names(), " ") << "\n";
   std::cout << "Carrier classes:   "
-            << absl::StrJoin(CarrierClassRegistry::Global().Names(), " ") << "\n\n";
+            << absl::StrJoin(CarrierClassRegistry::Global().Names(), " ")
+            << "\n\n";
 
   // 1. A conventional float32 Tensor: one carrier, one placement layout.
   auto carrier = HostCarrier::Create(dtypes::Float32(), 32);
@@ -89,45 +185,65 @@ int Demo() {
             << "   Tensor::Create(host carrier of 32 values, offset 0, "
             << tensor->layout().ToString() << ")\n"
             << "   dtype=" << tensor->dtype().name()
-            << " levels=" << tensor->num_subtensors() << " size=" << tensor->size()
-            << " snapshot="
-            << SnapshotText(tensor->Snapshot(), {tensor->carrier().get()}) << "\n";
+            << " levels=" << tensor->num_subtensors()
+            << " size=" << tensor->size() << " snapshot="
+            << SnapshotText(tensor->Snapshot(), {tensor->carrier().get()})
+            << "\n";
   auto overfull = Tensor::Create(*carrier, 4, *ParseLayout("(4,8):(8,1)"));
   std::cout << "   The same placement at offset 4 is rejected:\n     "
             << FormatError(overfull.status()) << "\n\n";
 
-  // 2. A two-level block-scaled mxfp8_e4m3 Tensor: fp8 values + one e8m0 scale per 32
+  // 2. A two-level block-scaled mxfp8_e4m3 Tensor: fp8 values + one e8m0 scale
+  // per 32
   //    values of the last mode, linked by a stride-0 adjacent layout.
   auto values = HostCarrier::Create(dtypes::Float8E4M3FN(), 4 * 64);
   auto scales = HostCarrier::Create(dtypes::Float8E8M0FNU(), 4 * 2);
   const Layout l0 = *ParseLayout("(4,(32,2)):(64,(1,32))");
   const Layout l1 = *ParseLayout("(4,2):(2,1)");
   const Layout s0 = *ParseLayout("(4,(32,2)):(1,(0,4))");
-  auto rep = Representation::Create(
-      dtypes::MXFP8E4M3(),
-      {{dtypes::Float8E4M3FN(), *values, 0, l0},
-       {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
-      {s0});
+  auto rep = Representation::Create(dtypes::MXFP8E4M3(),
+                                    {{dtypes::Float8E4M3FN(), *values, 0, l0},
+                                     {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
+                                    {s0});
   if (!rep.ok()) {
     std::cout << FormatError(rep.status()) << "\n";
     return 1;
   }
   const Tensor mx = MakeTensor(*rep);
-  std::cout << "2. Block-scaled Tensor: mxfp8_e4m3, logical shape (4,64)\n"
-            << "   level 0 (values, float8_e4m3fn): L_0 = " << l0.ToString() << "\n"
-            << "   level 1 (scales, float8_e8m0fnu): L_1 = " << l1.ToString() << "\n"
-            << "   adjacent S_0 = " << s0.ToString()
-            << "  (stride 0 across each block of 32: one scale per block)\n"
-            << "   validated: schema, carriers, placements, adjacent range -> OK\n"
-            << "   snapshot="
-            << SnapshotText(mx.Snapshot(), {values->get(), scales->get()}) << "\n";
-  auto wrong = Representation::Create(
-      dtypes::MXFP8E4M3(),
-      {{dtypes::Float8E4M3FN(), *values, 0, l0},
-       {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
-      {*ParseLayout("(4,(32,2)):(1,(0,5))")});
-  std::cout << "   An adjacent layout that overshoots the scales is rejected:\n     "
-            << FormatError(wrong.status()) << "\n";
+  std::cout
+      << "2. Block-scaled Tensor: mxfp8_e4m3, logical shape (4,64)\n"
+      << "   level 0 (values, float8_e4m3fn): L_0 = " << l0.ToString() << "\n"
+      << "   level 1 (scales, float8_e8m0fnu): L_1 = " << l1.ToString() << "\n"
+      << "   adjacent S_0 = " << s0.ToString()
+      << "  (stride 0 across each block of 32: one scale per block)\n"
+      << "   validated: schema, carriers, placements, adjacent range -> OK\n"
+      << "   snapshot="
+      << SnapshotText(mx.Snapshot(), {values->get(), scales->get()}) << "\n";
+  auto wrong =
+      Representation::Create(dtypes::MXFP8E4M3(),
+                             {{dtypes::Float8E4M3FN(), *values, 0, l0},
+                              {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
+                             {*ParseLayout("(4,(32,2)):(1,(0,5))")});
+  std::cout
+      << "   An adjacent layout that overshoots the scales is rejected:\n     "
+      << FormatError(wrong.status()) << "\n\n";
+
+  // 3. Dump both as protobuf text, replay them, and validate the replay.
+  std::cout << "3. Dump -> replay -> dump\n";
+  for (const Tensor* t : {static_cast<const Tensor*>(&*tensor), &mx}) {
+    const std::string text = ToText(ToProto(*t));
+    auto replayed = ReplayWithIds(*ParseText(text));
+    if (!replayed.ok()) {
+      std::cout << FormatError(replayed.status()) << "\n";
+      return 1;
+    }
+    const bool stable = ToText(ToProto(replayed->tensor)) == text;
+    std::cout << "   --- " << t->dtype().name() << " as text ---\n"
+              << text << "   replayed: " << OkLine(*replayed)
+              << (stable ? "\n   dumped again: identical bytes\n"
+                         : "\n   MISMATCH\n");
+    if (!stable) return 1;
+  }
   return 0;
 }
 
@@ -141,5 +257,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (command == "demo" && args.empty()) return strata::Demo();
   if (command == "layout") return strata::LayoutCommand(args);
+  if (command == "dump") return strata::DumpCommand(args);
+  if (command == "validate") return strata::ValidateCommand(args);
   return strata::Usage();
 }

@@ -1,0 +1,77 @@
+#include "proto/examples.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "layout/layout.h"
+
+namespace strata {
+namespace {
+
+// Deterministic non-zero bytes so that dumps with data show something.
+void FillPattern(Carrier& carrier, int64_t bytes, uint8_t seed) {
+  auto* data = static_cast<uint8_t*>(carrier.mutable_data());
+  for (int64_t i = 0; i < bytes; ++i)
+    data[i] = static_cast<uint8_t>(seed + 7 * i);
+}
+
+absl::StatusOr<Tensor> BlockScaled(const CompoundDType* dtype, int64_t rows,
+                                   int64_t cols, int64_t block) {
+  const SimpleDType* value_type = dtype->simple_types()[0];
+  const SimpleDType* scale_type = dtype->simple_types()[1];
+  const int64_t blocks = cols / block;
+  STRATA_ASSIGN_OR_RETURN(auto values,
+                          HostCarrier::Create(value_type, rows * cols));
+  STRATA_ASSIGN_OR_RETURN(auto scales,
+                          HostCarrier::Create(scale_type, rows * blocks));
+  FillPattern(*values, values->size_in_bytes(), 1);
+  FillPattern(*scales, scales->size_in_bytes(), 120);
+  const IntTuple shape =
+      IntTuple::Tuple({rows, IntTuple::Tuple({block, blocks})});
+  STRATA_ASSIGN_OR_RETURN(
+      Layout l0,
+      Layout::Create(shape,
+                     IntTuple::Tuple({cols, IntTuple::Tuple({1, block})})));
+  STRATA_ASSIGN_OR_RETURN(Layout l1,
+                          Layout::RowMajor(IntTuple::Tuple({rows, blocks})));
+  // Scale coordinate (r, c / block) has linear (column-major) index r + rows *
+  // (c/B).
+  STRATA_ASSIGN_OR_RETURN(
+      Layout s0,
+      Layout::Create(shape, IntTuple::Tuple({1, IntTuple::Tuple({0, rows})})));
+  STRATA_ASSIGN_OR_RETURN(
+      auto rep,
+      Representation::Create(
+          dtype, {{value_type, values, 0, l0}, {scale_type, scales, 0, l1}},
+          {s0}));
+  return MakeTensor(std::move(rep));
+}
+
+}  // namespace
+
+std::vector<std::string> ExampleNames() {
+  return {"float32_4x8", "mxfp8_4x64", "mxfp4_2x32"};
+}
+
+absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
+  if (name == "float32_4x8") {
+    STRATA_ASSIGN_OR_RETURN(auto carrier,
+                            HostCarrier::Create(dtypes::Float32(), 32));
+    auto* data = static_cast<float*>(carrier->mutable_data());
+    for (int i = 0; i < 32; ++i) data[i] = 0.5f * i;
+    return Tensor::Create(carrier, 0, *ParseLayout("(4,8):(8,1)"));
+  }
+  if (name == "mxfp8_4x64") return BlockScaled(dtypes::MXFP8E4M3(), 4, 64, 32);
+  if (name == "mxfp4_2x32") return BlockScaled(dtypes::MXFP4(), 2, 32, 32);
+  return ValueErrorCat("unknown example \"", name, "\"");
+}
+
+}  // namespace strata
