@@ -41,6 +41,16 @@ absl::StatusOr<std::string> Binary(const Args& args, BinaryOp op) {
   return LayoutAnswer(op(a, b));
 }
 
+// A request answered by an integer property of one layout.
+template <typename Property>
+std::function<absl::StatusOr<std::string>(const Args&)> Unary(
+    Property property) {
+  return [property](const Args& a) -> absl::StatusOr<std::string> {
+    STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
+    return absl::StrCat(property(l));
+  };
+}
+
 struct Request {
   absl::string_view name;
   int arity;
@@ -49,25 +59,14 @@ struct Request {
 
 const std::vector<Request>& Requests() {
   static const auto* requests = new std::vector<Request>{
-      {"size", 1,
+      {"size", 1, Unary([](const Layout& l) { return l.size(); })},
+      {"cosize", 1, Unary([](const Layout& l) { return l.cosize(); })},
+      {"rank", 1, Unary([](const Layout& l) -> int64_t { return l.rank(); })},
+      {"depth", 1, Unary([](const Layout& l) -> int64_t { return l.depth(); })},
+      {"coalesce", 1,
        [](const Args& a) -> absl::StatusOr<std::string> {
          STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         return absl::StrCat(l.size());
-       }},
-      {"cosize", 1,
-       [](const Args& a) -> absl::StatusOr<std::string> {
-         STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         return absl::StrCat(l.cosize());
-       }},
-      {"rank", 1,
-       [](const Args& a) -> absl::StatusOr<std::string> {
-         STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         return absl::StrCat(l.rank());
-       }},
-      {"depth", 1,
-       [](const Args& a) -> absl::StatusOr<std::string> {
-         STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         return absl::StrCat(l.depth());
+         return Coalesce(l).ToString();
        }},
       {"crd2idx", 2,
        [](const Args& a) -> absl::StatusOr<std::string> {
@@ -82,11 +81,6 @@ const std::vector<Request>& Requests() {
          STRATA_ASSIGN_OR_RETURN(int64_t index, ParseInteger(a[1]));
          STRATA_ASSIGN_OR_RETURN(IntTuple crd, Idx2Crd(index, shape));
          return crd.ToString();
-       }},
-      {"coalesce", 1,
-       [](const Args& a) -> absl::StatusOr<std::string> {
-         STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         return Coalesce(l).ToString();
        }},
       {"compose", 2,
        [](const Args& a) {
