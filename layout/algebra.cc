@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -86,108 +88,178 @@ Modes CoalescedModes(const Layout& layout) {
   return out;
 }
 
-// A o (N:r) for a coalesced A given as `a_modes` (see Composition's contract).
-absl::StatusOr<Modes> ComposeWithMode(const Layout& a, const Modes& a_modes,
-                                      int64_t extent, int64_t stride) {
+// Layouts of one shape coalesced together: a neighbour merges only where it
+// merges in every operand, so each operand is still represented exactly over
+// shared extents.
+struct JointOperand {
+  absl::InlinedVector<int64_t, 8> extents;
+  std::vector<absl::InlinedVector<int64_t, 8>> strides;  // [operand][mode]
+  std::string text;                                      // For messages.
+};
+
+JointOperand JointCoalesce(absl::Span<const Layout> as) {
+  JointOperand out;
+  out.strides.resize(as.size());
+  const auto extents = as[0].shape().leaves();
+  for (size_t k = 0; k < extents.size(); ++k) {
+    if (extents[k] == 1) continue;
+    bool merges = !out.extents.empty();
+    for (size_t j = 0; merges && j < as.size(); ++j) {
+      int64_t span;
+      merges = CheckedMul(out.extents.back(), out.strides[j].back(), &span) &&
+               span == as[j].stride().leaves()[k];
+    }
+    if (merges) {
+      out.extents.back() *= extents[k];  // Bounded by the size.
+      continue;
+    }
+    out.extents.push_back(extents[k]);
+    for (size_t j = 0; j < as.size(); ++j) {
+      out.strides[j].push_back(as[j].stride().leaves()[k]);
+    }
+  }
+  if (out.extents.empty()) {  // One element: a single mode of extent 1.
+    out.extents.push_back(1);
+    for (auto& strides : out.strides) strides.push_back(0);
+  }
+  for (size_t j = 0; j < as.size(); ++j) {
+    absl::StrAppend(&out.text, j == 0 ? "" : " and ", as[j].ToString());
+  }
+  return out;
+}
+
+// One mode of a composition result: `extent` steps of `digit_step` digits
+// through mode `a_mode` of the coalesced operand (a_mode -1: stride 0).
+struct Piece {
+  int64_t extent;
+  int a_mode;
+  int64_t digit_step;
+};
+using Pieces = absl::InlinedVector<Piece, 8>;
+
+// A o (N:r) (see Composition's contract), as pieces of A's modes.
+absl::StatusOr<Pieces> ComposeLeaf(const JointOperand& a, int64_t extent,
+                                   int64_t stride) {
   auto inadmissible = [&](absl::string_view why) {
-    return ValueErrorCat("composition ", a.ToString(), " o ", extent, ":",
-                         stride, " is not admissible: ", why);
-  };
-  auto overflow = [&]() {
-    return ValueErrorCat("composition ", a.ToString(), " o ", extent, ":",
-                         stride, " overflows 64-bit arithmetic");
+    return ValueErrorCat("composition ", a.text, " o ", extent, ":", stride,
+                         " is not admissible: ", why);
   };
   if (stride < 0)
     return inadmissible("the right operand has a negative stride");
-  if (stride == 0) return Modes{{extent, 0}};
-  Modes modes = a_modes;
-  if (modes.empty()) modes.push_back({1, 0});
-  const int last = static_cast<int>(modes.size()) - 1;
-  // Step 1: divide out the stride. A' satisfies A'(j) == A(stride * j).
-  Modes strided;
+  if (stride == 0) return Pieces{{extent, -1, 0}};
+  const int last = static_cast<int>(a.extents.size()) - 1;
+  // Step 1: divide out the stride. A'(j) == A(stride * j).
+  Pieces strided;
   int64_t rest = stride;
-  for (size_t k = 0; k + 1 < modes.size(); ++k) {
-    const Mode m = modes[k];
+  for (int k = 0; k < last; ++k) {
+    const int64_t e = a.extents[k];
     if (rest == 1) {
-      strided.push_back({m.extent, m.stride, static_cast<int>(k), 1});
-    } else if (rest % m.extent == 0) {
-      rest /= m.extent;  // The whole mode is stepped over.
-    } else if (m.extent % rest == 0) {
-      int64_t d;
-      if (!CheckedMul(m.stride, rest, &d)) return overflow();
-      strided.push_back({m.extent / rest, d, static_cast<int>(k), rest});
+      strided.push_back({e, k, 1});
+    } else if (rest % e == 0) {
+      rest /= e;  // The whole mode is stepped over.
+    } else if (e % rest == 0) {
+      strided.push_back({e / rest, k, rest});
       rest = 1;
     } else {
-      return inadmissible(absl::StrCat("stride ", rest, " and extent ",
-                                       m.extent, " do not divide one another"));
+      return inadmissible(absl::StrCat("stride ", rest, " and extent ", e,
+                                       " do not divide one another"));
     }
   }
-  int64_t last_stride;
-  if (!CheckedMul(modes.back().stride, rest, &last_stride)) return overflow();
   // Step 2: keep the first `extent` values. The last mode extends without
   // bound.
-  Modes result;
+  Pieces result;
   int64_t remaining = extent;
-  for (const Mode& m : strided) {
+  for (const Piece& p : strided) {
     if (remaining == 1) break;
-    if (m.extent >= remaining) {
-      result.push_back({remaining, m.stride, m.a_mode, m.digit_step});
+    if (p.extent >= remaining) {
+      result.push_back({remaining, p.a_mode, p.digit_step});
       remaining = 1;
-    } else if (remaining % m.extent == 0) {
-      result.push_back(m);
-      remaining /= m.extent;
+    } else if (remaining % p.extent == 0) {
+      result.push_back(p);
+      remaining /= p.extent;
     } else {
       return inadmissible(absl::StrCat(
-          "extent ", remaining, " is not divisible by extent ", m.extent));
+          "extent ", remaining, " is not divisible by extent ", p.extent));
     }
   }
-  if (remaining > 1) result.push_back({remaining, last_stride, last, rest});
+  if (remaining > 1) result.push_back({remaining, last, rest});
   return result;
 }
 
-// Composes A with every leaf mode of B, keeping B's structure; appends the
-// modes it produced to *pieces for the distributivity check in Composition.
-absl::StatusOr<Layout> ComposeImpl(const Layout& a, const Modes& a_modes,
-                                   const Layout& b, Modes* pieces) {
+// Operand j's layout of `pieces`.
+absl::StatusOr<Layout> PiecesLayout(const JointOperand& a, size_t j,
+                                    const Pieces& pieces) {
+  Modes modes;
+  for (const Piece& p : pieces) {
+    int64_t stride = 0;
+    if (p.a_mode >= 0 &&
+        !CheckedMul(a.strides[j][p.a_mode], p.digit_step, &stride)) {
+      return ValueErrorCat("composition with ", a.text,
+                           " overflows 64-bit arithmetic");
+    }
+    modes.push_back({p.extent, stride});
+  }
+  return FromModes(modes);
+}
+
+// Composes every operand with every leaf mode of B, keeping B's structure;
+// appends the pieces it produced to *all_pieces for the distributivity check.
+absl::StatusOr<std::vector<Layout>> ComposeTree(const JointOperand& a,
+                                                const Layout& b,
+                                                Pieces* all_pieces) {
+  std::vector<Layout> results;
   if (b.shape().is_leaf()) {
     STRATA_ASSIGN_OR_RETURN(
-        Modes modes,
-        ComposeWithMode(a, a_modes, b.shape().value(), b.stride().value()));
-    pieces->insert(pieces->end(), modes.begin(), modes.end());
-    return FromModes(modes);
+        Pieces pieces, ComposeLeaf(a, b.shape().value(), b.stride().value()));
+    all_pieces->insert(all_pieces->end(), pieces.begin(), pieces.end());
+    for (size_t j = 0; j < a.strides.size(); ++j) {
+      STRATA_ASSIGN_OR_RETURN(Layout r, PiecesLayout(a, j, pieces));
+      results.push_back(std::move(r));
+    }
+    return results;
   }
-  absl::InlinedVector<Layout, 4> parts;
+  std::vector<absl::InlinedVector<Layout, 4>> parts(a.strides.size());
   for (int i = 0; i < b.rank(); ++i) {
-    STRATA_ASSIGN_OR_RETURN(Layout part,
-                            ComposeImpl(a, a_modes, b.mode(i), pieces));
-    parts.push_back(std::move(part));
+    STRATA_ASSIGN_OR_RETURN(std::vector<Layout> sub,
+                            ComposeTree(a, b.mode(i), all_pieces));
+    for (size_t j = 0; j < sub.size(); ++j)
+      parts[j].push_back(std::move(sub[j]));
   }
-  return MakeLayout(parts);
+  for (const auto& p : parts) {
+    STRATA_ASSIGN_OR_RETURN(Layout r, MakeLayout(p));
+    results.push_back(std::move(r));
+  }
+  return results;
 }
 
 // NOTE [ Composition distributes over B's modes ]
-// Composing mode by mode gives R(c) = sum_i A(B_i(c_i)), which equals A(sum_i
-// B_i(c_i)) exactly when no digit of A's coalesced shape carries: for every
-// mode k of A but the last (which extends without bound), the largest digits
-// the pieces place in mode k must sum to less than s_k. A carry changes the
-// value, since coalesced neighbours never satisfy d_{k+1} == s_k * d_k. So this
-// check is exact, O(leaves), and rejects B whose modes overlap in A (e.g. A =
-// (12,2):(6,3), B = (4,4):(2,2)).
-absl::Status CheckDistributes(const Layout& a, const Modes& a_modes,
-                              const Layout& b, const Modes& pieces) {
-  absl::InlinedVector<int64_t, 8> digit_sum(a_modes.size(), 0);
-  for (const Mode& p : pieces) {
-    if (p.a_mode < 0 || p.a_mode + 1 >= static_cast<int>(a_modes.size()))
-      continue;
-    // Bounded by s_k for each piece, so the sum of at most #pieces terms fits.
+// Composing mode by mode gives R(c) = sum_i A(B_i(c_i)), which equals A(start +
+// sum_i B_i(c_i)) - A(start) exactly when no digit of A's coalesced shape
+// carries: for every mode k of A but the last (which extends without bound),
+// start's digit plus the largest digits the pieces place in mode k must stay
+// below s_k. A carry changes the value, since coalesced neighbours never
+// satisfy d_{k+1} == s_k * d_k. So this check is exact, O(leaves), and rejects
+// B whose modes overlap in A (e.g. A = (12,2):(6,3), B = (4,4):(2,2)) and
+// starts that make a slice wrap (A = (2,3):(1,10), start 1, B = 2:1).
+absl::Status CheckDistributes(const JointOperand& a,
+                              absl::Span<const int64_t> start_digits,
+                              const Layout& b, const Pieces& pieces) {
+  const int last = static_cast<int>(a.extents.size()) - 1;
+  absl::InlinedVector<int64_t, 8> digit_sum(start_digits.begin(),
+                                            start_digits.end());
+  for (const Piece& p : pieces) {
+    if (p.a_mode < 0 || p.a_mode == last) continue;
+    // Each term is below s_k, so the running sum (checked against s_k) cannot
+    // overflow.
     digit_sum[p.a_mode] += p.digit_step * (p.extent - 1);
-    if (digit_sum[p.a_mode] >= a_modes[p.a_mode].extent) {
+    if (digit_sum[p.a_mode] >= a.extents[p.a_mode]) {
       return ValueErrorCat(
-          "composition ", a.ToString(), " o ", b.ToString(),
-          " is not admissible: the modes of the right operand overlap in mode ",
-          p.a_mode, " (", a_modes[p.a_mode].extent, ":",
-          a_modes[p.a_mode].stride,
-          ") of the coalesced left operand, so A(B(c)) is not a layout");
+          "composition ", a.text, " o ", b.ToString(),
+          start_digits.empty() ? "" : " at an offset",
+          " is not admissible: the right operand's modes overlap or wrap in "
+          "mode ",
+          p.a_mode, " (extent ", a.extents[p.a_mode],
+          ") of the coalesced left operand, so the result is not a layout");
     }
   }
   return absl::OkStatus();
@@ -292,14 +364,54 @@ absl::StatusOr<Layout> CoalesceByMode(const Layout& layout,
   return MakeLayout(modes);
 }
 
-absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b) {
-  STRATA_RETURN_IF_ERROR(RequirePositiveExtents(a, "composition"));
+absl::StatusOr<JointComposition> ComposeJointly(absl::Span<const Layout> as,
+                                                int64_t start,
+                                                const Layout& b) {
+  if (as.empty()) return ValueError("composition needs a left operand");
+  for (const Layout& a : as) {
+    STRATA_RETURN_IF_ERROR(RequirePositiveExtents(a, "composition"));
+    if (a.shape() != as[0].shape()) {
+      return ValueErrorCat("joint composition: ", a.ToString(), " and ",
+                           as[0].ToString(), " differ in shape");
+    }
+  }
   STRATA_RETURN_IF_ERROR(RequirePositiveExtents(b, "composition"));
-  const Modes a_modes = CoalescedModes(a);
-  Modes pieces;
-  STRATA_ASSIGN_OR_RETURN(Layout result, ComposeImpl(a, a_modes, b, &pieces));
-  STRATA_RETURN_IF_ERROR(CheckDistributes(a, a_modes, b, pieces));
-  return result;
+  if (start < 0) {
+    return ValueErrorCat("composition at negative offset ", start);
+  }
+  const JointOperand joint = JointCoalesce(as);
+  // start's colexicographic digits; the last mode takes the quotient.
+  const size_t n = joint.extents.size();
+  absl::InlinedVector<int64_t, 8> digits(n);
+  int64_t rest = start;
+  for (size_t k = 0; k + 1 < n; ++k) {
+    digits[k] = rest % joint.extents[k];
+    rest /= joint.extents[k];
+  }
+  digits[n - 1] = rest;
+  JointComposition out;
+  for (size_t j = 0; j < as.size(); ++j) {
+    int64_t base = 0;
+    for (size_t k = 0; k < n; ++k) {
+      int64_t term;
+      if (!CheckedMul(digits[k], joint.strides[j][k], &term) ||
+          !CheckedAdd(base, term, &base)) {
+        return ValueErrorCat("composition ", joint.text, " at offset ", start,
+                             " overflows 64-bit arithmetic");
+      }
+    }
+    out.bases.push_back(base);
+  }
+  Pieces pieces;
+  STRATA_ASSIGN_OR_RETURN(out.results, ComposeTree(joint, b, &pieces));
+  STRATA_RETURN_IF_ERROR(CheckDistributes(
+      joint, absl::MakeConstSpan(digits.data(), n - 1), b, pieces));
+  return out;
+}
+
+absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b) {
+  STRATA_ASSIGN_OR_RETURN(JointComposition joint, ComposeJointly({a}, 0, b));
+  return std::move(joint.results[0]);
 }
 
 absl::StatusOr<Layout> Composition(const Layout& a,

@@ -9,6 +9,7 @@
 #define STRATA_LAYOUT_ALGEBRA_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -43,6 +44,21 @@ absl::StatusOr<Layout> CoalesceByMode(const Layout& layout,
 // divisibility); A's last mode extends without bound. Errors (ValueError):
 // inadmissible operands, a negative stride in B, overflow.
 absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b);
+// Composition of several layouts of one shape with B at an offset, sharing one
+// result shape: for every operand A_j and coordinate c of B,
+//   A_j(start + B(c)) == bases[j] + results[j](c),
+// and all results[j] have the same shape (the operands are coalesced jointly).
+// Views use it to move a placement and its adjacent layout alike (NOTE [
+// Composition distributes over B's modes ] in algebra.cc). Errors (ValueError):
+// operands of different shapes, a negative start, inadmissible operands, or a
+// start whose digits carry (the shifted image is not a layout), overflow.
+struct JointComposition {
+  std::vector<Layout> results;
+  std::vector<int64_t> bases;
+};
+absl::StatusOr<JointComposition> ComposeJointly(absl::Span<const Layout> as,
+                                                int64_t start, const Layout& b);
+
 // By-mode composition with a tiler: R_i = A_i o tiler_i for i < tiler.size(),
 // R_i = A_i beyond. Errors: as Composition; tiler longer than rank(A).
 absl::StatusOr<Layout> Composition(const Layout& a,

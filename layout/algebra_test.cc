@@ -344,6 +344,49 @@ TEST(AlgebraLaws, ProductsKeepTheirDefinitions) {
   EXPECT_GT(admitted, kCases / 2);
 }
 
+TEST(AlgebraLaws, JointCompositionAtAnOffsetSharesOneShape) {
+  RandomLayouts gen(/*seed=*/10);
+  int admitted = 0;
+  int wrapped = 0;
+  for (int n = 0; n < kCases; ++n) {
+    const Layout a = gen.Injective(4, 5, 2);
+    // A second operand of the same shape with stride-0 (broadcast) leaves.
+    const Layout s = *Layout::Create(
+        a.shape(), a.shape().TransformLeaves(
+                       [&](size_t, int64_t) { return gen.Uniform(0, 3); }));
+    const Layout b = gen.DividingTiler(a.size());
+    const int64_t start = gen.Uniform(0, a.size() - 1);
+    auto joint = ComposeJointly({a, s}, start, b);
+    if (!joint.ok()) {
+      ASSERT_TRUE(IsValueError(joint.status())) << joint.status();
+      ++wrapped;
+      continue;
+    }
+    ++admitted;
+    ASSERT_EQ(joint->results[0].shape(), joint->results[1].shape());
+    for (int64_t i = 0; i < b.size(); ++i) {
+      ASSERT_EQ(Extended(a, start + b(i)),
+                joint->bases[0] + joint->results[0](i))
+          << a.ToString() << " at " << start << " o " << b.ToString();
+      ASSERT_EQ(Extended(s, start + b(i)),
+                joint->bases[1] + joint->results[1](i))
+          << s.ToString() << " at " << start << " o " << b.ToString();
+    }
+  }
+  EXPECT_GT(admitted, kCases / 4);
+  EXPECT_GT(wrapped, 0);
+}
+
+TEST(AlgebraErrors, ASliceThatWrapsIsRefused) {
+  // (2,3):(1,10) from linear 1, two elements: A(1) = 1, A(2) = 10, not 1 + k*d.
+  EXPECT_TRUE(
+      IsValueError(ComposeJointly({L("(2,3):(1,10)")}, 1, L("2:1")).status()));
+  auto ok = ComposeJointly({L("(2,3):(1,10)")}, 2, L("2:2"));
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->bases[0], 10);
+  EXPECT_EQ(ok->results[0].ToString(), "2:10");
+}
+
 TEST(AlgebraLaws, PrintParsePrintIsTheIdentity) {
   RandomLayouts gen(/*seed=*/9);
   for (int n = 0; n < kCases; ++n) {
