@@ -62,5 +62,24 @@ head -c 200 "$golden/mxfp8_4x64.textproto" | "$strata" validate - >/dev/null 2>&
 "$strata" dump --example mxfp8_4x64 | cmp -s - "$golden/mxfp8_4x64.textproto" || fail "dump golden"
 "$strata" dump --example nope >/dev/null 2>&1; [ $? = 2 ] || fail "dump unknown example"
 
+out=$("$strata" view "$golden/mxfp8_4x64.textproto" permute '(1,0)'); status=$?
+[ "$status" = 0 ] || fail "view permute exit $status: $out"
+echo "$out" | grep -q 'adjacent_layouts: "((32,2),4):((0,4),1)"' || fail "view permute output: $out"
+out=$("$strata" view "$golden/mxfp8_4x64.textproto" slice 0 1 3 1); status=$?
+[ "$status" = 0 ] || fail "view slice exit $status: $out"
+echo "$out" | grep -q 'offset: 2' || fail "view slice narrows the scales: $out"
+out=$("$strata" view "$golden/float32_4x8.textproto" squeeze 0); status=$?
+[ "$status" = 1 ] || fail "view squeeze of a non-1 mode exit $status"
+echo "$out" | grep -q 'float32_4x8.textproto: ValueError: squeeze: mode 0 has extent 4' || fail "$out"
+out=$("$strata" view "$golden/float32_4x8.textproto" slice 1 0 8 -1); status=$?
+[ "$status" = 1 ] || fail "negative step is a step, exit $status: $out"
+"$strata" view "$golden/float32_4x8.textproto" frobnicate >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "unknown view op exit $status"
+"$strata" view /nonexistent permute '(1,0)' >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "view of unreadable file exit $status"
+out=$("$strata" view "$golden/float32_4x8.textproto" reshape '(2,16)'); status=$?
+[ "$status" = 0 ] || fail "view reshape exit $status"
+echo "$out" | grep -q 'placement: "(2,16):(16,1)"' || fail "reshape output: $out"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

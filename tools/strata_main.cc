@@ -19,6 +19,7 @@
 #include "carrier/carrier_registry.h"
 #include "core/errors.h"
 #include "core/representation.h"
+#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dtype/registry.h"
 #include "layout/batch.h"
@@ -26,6 +27,7 @@
 #include "layout/show.h"
 #include "proto/codec.h"
 #include "proto/examples.h"
+#include "views/views.h"
 
 namespace strata {
 namespace {
@@ -35,6 +37,13 @@ constexpr char kUsage[] =
     "  strata demo\n"
     "  strata dump --example NAME | --list [--data]\n"
     "  strata validate FILE...        (FILE '-' reads standard input)\n"
+    "  strata view FILE OP ARGS...    OP: permute PERM | slice DIM START STOP "
+    "STEP |\n"
+    "                                 reshape SHAPE | as_strided LAYOUT OFFSET "
+    "|\n"
+    "                                 broadcast_to SHAPE | broadcast_in_dim "
+    "SHAPE DIMS |\n"
+    "                                 squeeze [DIM] | unsqueeze DIM\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
     "  strata layout --show LAYOUT\n";
 
@@ -135,6 +144,104 @@ bool ReadFile(const std::string& path, std::string* text) {
   }
   *text = buffer.str();
   return true;
+}
+
+absl::StatusOr<int64_t> IntegerArg(const std::string& text) {
+  STRATA_ASSIGN_OR_RETURN(IntTuple value, ParseIntTuple(text));
+  if (!value.is_leaf()) return TypeErrorCat("\"", text, "\" is not an integer");
+  return value.value();
+}
+
+// "(1,0)" or "2": the integers of a flat tuple.
+absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& text) {
+  STRATA_ASSIGN_OR_RETURN(IntTuple value, ParseIntTuple(text));
+  if (value.depth() > 1) {
+    return TypeErrorCat("\"", text, "\" is not a flat tuple of integers");
+  }
+  const auto leaves = value.leaves();
+  return std::vector<int64_t>(leaves.begin(), leaves.end());
+}
+
+struct ViewOp {
+  const char* name;
+  size_t min_args;
+  size_t max_args;
+};
+constexpr ViewOp kViewOps[] = {
+    {"permute", 1, 1},    {"slice", 4, 4},        {"reshape", 1, 1},
+    {"as_strided", 2, 2}, {"broadcast_to", 1, 1}, {"broadcast_in_dim", 2, 2},
+    {"squeeze", 0, 1},    {"unsqueeze", 1, 1},
+};
+
+absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
+                                 const std::vector<std::string>& a) {
+  if (op == "permute") {
+    STRATA_ASSIGN_OR_RETURN(auto perm, IntegersArg(a[0]));
+    return Permute(t, perm);
+  }
+  if (op == "slice") {
+    int64_t v[4];
+    for (int i = 0; i < 4; ++i) {
+      STRATA_ASSIGN_OR_RETURN(v[i], IntegerArg(a[i]));
+    }
+    return Slice(t, v[0], v[1], v[2], v[3]);
+  }
+  if (op == "reshape" || op == "broadcast_to" || op == "broadcast_in_dim") {
+    STRATA_ASSIGN_OR_RETURN(IntTuple shape, ParseIntTuple(a[0]));
+    if (op == "reshape") return Reshape(t, shape);
+    if (op == "broadcast_to") return BroadcastTo(t, shape);
+    STRATA_ASSIGN_OR_RETURN(auto dims, IntegersArg(a[1]));
+    return BroadcastInDim(t, shape, dims);
+  }
+  if (op == "as_strided") {
+    STRATA_ASSIGN_OR_RETURN(Layout layout, ParseLayout(a[0]));
+    STRATA_ASSIGN_OR_RETURN(int64_t offset, IntegerArg(a[1]));
+    return AsStrided(t, layout, offset);
+  }
+  if (op == "squeeze") {
+    if (a.empty()) return Squeeze(t);
+    STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg(a[0]));
+    return Squeeze(t, dim);
+  }
+  STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg(a[0]));
+  return Unsqueeze(t, dim);
+}
+
+int ViewCommand(const std::vector<std::string>& args) {
+  if (args.size() < 2) return Usage();
+  const std::string& file = args[0];
+  const std::string& op = args[1];
+  const std::vector<std::string> op_args(args.begin() + 2, args.end());
+  bool known = false;
+  for (const ViewOp& v : kViewOps) {
+    known |= op == v.name && op_args.size() >= v.min_args &&
+             op_args.size() <= v.max_args;
+  }
+  if (!known) return Usage();
+  std::string text;
+  if (!ReadFile(file, &text)) {
+    std::cerr << "strata view: cannot read " << file << "\n";
+    return 2;
+  }
+  auto proto = ParseText(text);
+  if (!proto.ok()) {
+    std::cout << file << ": " << FormatError(proto.status()) << "\n";
+    return 2;
+  }
+  auto source = Replay(*proto);
+  if (!source.ok()) {
+    std::cout << file << ": " << FormatError(source.status()) << "\n";
+    return 1;
+  }
+  auto view = ApplyView(*source, op, op_args);
+  if (!view.ok()) {
+    std::cout << file << ": " << FormatError(view.status()) << "\n";
+    return 1;
+  }
+  bool with_data = false;
+  for (const auto& c : proto->carriers()) with_data |= !c.data().empty();
+  std::cout << ToText(ToProto(*view, {with_data}));
+  return 0;
 }
 
 int ValidateCommand(const std::vector<std::string>& files) {
@@ -259,5 +366,6 @@ int main(int argc, char** argv) {
   if (command == "layout") return strata::LayoutCommand(args);
   if (command == "dump") return strata::DumpCommand(args);
   if (command == "validate") return strata::ValidateCommand(args);
+  if (command == "view") return strata::ViewCommand(args);
   return strata::Usage();
 }

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "strata.h"
 #include "tests/spec/test_carriers.h"
+#include "views/views.h"
 
 namespace strata {
 namespace {
@@ -561,6 +562,45 @@ TEST(PublicConstruction, PublicConstructionRemainsConventional) {
   auto compound = Tensor::Create(RecordingCarrier::Make(*dtypes::NVFP4(), 64),
                                  0, L("64:1"));
   EXPECT_TRUE(IsValueError(compound.status()));
+}
+
+TEST(PublicConstruction, PermitASupportedPureLayoutView) {
+  TwoLevelParts p;
+  const TwoLevel dtype;
+  const Tensor t =
+      MakeTensor(*Representation::Create(dtype.dtype, p.Subtensors(), {p.s0}));
+  const std::vector<int64_t> perm = {1, 0};
+  const std::vector<int64_t> dims = {0, 2};
+  std::vector<std::pair<const char*, absl::StatusOr<Tensor>>> views;
+  views.emplace_back("permute", Permute(t, perm));
+  views.emplace_back("slice", Slice(t, 0, 1, 4, 2));
+  views.emplace_back("reshape", Reshape(t, IntTuple::Tuple({2, 128})));
+  views.emplace_back("as_strided", AsStrided(t, L("(2,64):(64,1)"), 64));
+  views.emplace_back("broadcast_to",
+                     BroadcastTo(t, IntTuple::Tuple({3, 4, 64})));
+  views.emplace_back("broadcast_in_dim",
+                     BroadcastInDim(t, IntTuple::Tuple({4, 5, 64}), dims));
+  views.emplace_back("unsqueeze", Unsqueeze(t, 1));
+  views.emplace_back("squeeze", Squeeze(*Unsqueeze(t, 1), 1));
+  for (auto& [name, view] : views) {
+    ASSERT_TRUE(view.ok()) << name << ": " << view.status();
+    EXPECT_EQ(view->num_subtensors(), 2) << name;
+    EXPECT_EQ(&view->dtype(), dtype.dtype) << name;
+    EXPECT_EQ(view->carrier(), p.values) << name;
+  }
+  // Each view went through the factory, so the dtype's rules ran once per view.
+  EXPECT_EQ(dtype.log->size(), 2u * (1 + views.size() + 1));
+}
+
+TEST(ProjectedState, ObserveAViewProducedTensor) {
+  auto carrier = Host(dtypes::Float32(), 32);
+  const Tensor t = *Tensor::Create(carrier, 0, L("(4,8):(8,1)"));
+  auto v = Slice(t, 1, 2, 6);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->offset(), 2);
+  EXPECT_EQ(v->size(), 16);
+  EXPECT_EQ(v->layout().ToString(), "(4,4):(8,1)");
+  EXPECT_EQ(t.offset(), 0) << "the input keeps its own state";
 }
 
 }  // namespace

@@ -1,0 +1,529 @@
+#include "views/views.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "layout/algebra.h"
+#include "layout/checked_math.h"
+
+namespace strata {
+namespace {
+
+using Modes = absl::InlinedVector<Layout, 4>;
+
+// The top-level modes of a logical layout: an integer layout is one mode.
+Modes TopModes(const Layout& layout) {
+  Modes modes;
+  if (layout.shape().is_leaf()) {
+    modes.push_back(layout);
+  } else {
+    for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
+  }
+  return modes;
+}
+
+// The layout of `modes`: one integer mode stays an integer layout.
+absl::StatusOr<Layout> FromTopModes(absl::Span<const Layout> modes) {
+  if (modes.size() == 1 && modes[0].shape().is_leaf()) return modes[0];
+  return MakeLayout(modes);
+}
+
+int64_t Rank(const Layout& layout) {
+  return layout.shape().is_leaf() ? 1 : layout.rank();
+}
+
+// Builds the view's Tensor from new candidates through the factory.
+absl::StatusOr<Tensor> Rebuild(const Representation& source,
+                               std::vector<SubtensorCandidate> subtensors,
+                               std::vector<absl::StatusOr<Layout>> adjacent) {
+  STRATA_ASSIGN_OR_RETURN(
+      auto representation,
+      Representation::Create(&source.logical_dtype(), std::move(subtensors),
+                             std::move(adjacent)));
+  return MakeTensor(std::move(representation));
+}
+
+std::vector<SubtensorCandidate> Candidates(const Representation& rep) {
+  std::vector<SubtensorCandidate> out;
+  for (const Subtensor& s : rep.subtensors()) {
+    out.push_back({s.storage_dtype, s.carrier, s.offset, s.placement});
+  }
+  return out;
+}
+
+std::vector<absl::StatusOr<Layout>> Adjacent(const Representation& rep) {
+  return {rep.adjacent_layouts().begin(), rep.adjacent_layouts().end()};
+}
+
+// Applies an offset-free transformation of top-level modes to L_0 and S_0
+// alike.
+template <typename Transform>
+absl::StatusOr<Tensor> MapModes(const Tensor& tensor, Transform transform) {
+  const Representation& rep = tensor.representation();
+  auto subtensors = Candidates(rep);
+  auto adjacent = Adjacent(rep);
+  STRATA_ASSIGN_OR_RETURN(Modes l0,
+                          transform(TopModes(rep.subtensor(0).placement)));
+  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l0));
+  if (rep.num_levels() > 1) {
+    STRATA_ASSIGN_OR_RETURN(Modes s0,
+                            transform(TopModes(rep.adjacent_layouts()[0])));
+    adjacent[0] = FromTopModes(s0);
+  }
+  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+}
+
+absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
+  if (dim < 0 || dim >= rank) {
+    return ValueErrorCat(op, ": dimension ", dim, " is out of range for rank ",
+                         rank);
+  }
+  return absl::OkStatus();
+}
+
+// NOTE [ The view invariant ], deeper levels: the view reaches level i through
+// `reached` (a layout over the new level-(i-1) shape, relative to linear index
+// `base` of level i). Narrows level i to the box it reaches, moves base's image
+// into the level's offset, rewrites the adjacent layout into the box, and
+// continues below.
+absl::Status NarrowLevels(const Representation& rep, int64_t base,
+                          Layout reached,
+                          std::vector<SubtensorCandidate>* subtensors,
+                          std::vector<absl::StatusOr<Layout>>* adjacent) {
+  for (int level = 1; level < rep.num_levels(); ++level) {
+    const Layout& placement = rep.subtensor(level).placement;
+    if (reached.size() == 0) {  // Nothing is reached: deeper levels stay.
+      (*adjacent)[level - 1] = reached;
+      return absl::OkStatus();
+    }
+    const auto extents = placement.shape().leaves();
+    const auto strides = placement.stride().leaves();
+    const size_t axes = extents.size();
+    auto not_a_box = [&](absl::string_view why) {
+      return ValueErrorCat(
+          "view: level ", level, " cannot be narrowed exactly: ", why,
+          " (adjacent layout ", reached.ToString(), " from index ", base,
+          " into placement ", placement.ToString(), ")");
+    };
+    // Colexicographic weights and the digits of base along the placement's
+    // leaves.
+    absl::InlinedVector<int64_t, 8> weight(axes), digit(axes), reach(axes, 0);
+    int64_t running = 1;
+    int64_t rest = base;
+    for (size_t m = 0; m < axes; ++m) {
+      weight[m] = running;
+      digit[m] = m + 1 < axes ? rest % extents[m] : rest;
+      rest = m + 1 < axes ? rest / extents[m] : 0;
+      running *= extents[m];  // Bounded by size(placement).
+    }
+    // Each stride of `reached` must step along exactly one leaf of the
+    // placement.
+    const auto r_extents = reached.shape().leaves();
+    const auto r_strides = reached.stride().leaves();
+    absl::InlinedVector<int, 8> axis_of(r_extents.size(), -1);
+    for (size_t k = 0; k < r_extents.size(); ++k) {
+      const int64_t t = r_strides[k];
+      if (r_extents[k] == 1 || t == 0) continue;
+      if (t < 0) return not_a_box("a negative adjacent stride");
+      size_t m = axes;
+      for (size_t a = 0; a < axes; ++a) {
+        if (extents[a] > 1 && t >= weight[a] &&
+            (a + 1 == axes || t < weight[a] * extents[a])) {
+          m = a;
+        }
+      }
+      if (m == axes || t % weight[m] != 0) {
+        return not_a_box(
+            absl::StrCat("stride ", t, " crosses the placement's leaves"));
+      }
+      axis_of[k] = static_cast<int>(m);
+      reach[m] +=
+          (r_extents[k] - 1) * (t / weight[m]);  // Below size(placement).
+      if (digit[m] + reach[m] >= extents[m]) {
+        return not_a_box(
+            absl::StrCat("leaf ", m, " of extent ", extents[m], " would wrap"));
+      }
+    }
+    bool full = base == 0;
+    for (size_t m = 0; m < axes && full; ++m) full = reach[m] + 1 == extents[m];
+    if (full) {  // The whole level is still reached: it and deeper levels stay.
+      (*adjacent)[level - 1] = reached;
+      return absl::OkStatus();
+    }
+    // The box: extent reach+1 along each leaf, placed at base's digits.
+    absl::InlinedVector<int64_t, 8> box(axes), box_weight(axes);
+    int64_t box_running = 1;
+    int64_t offset = (*subtensors)[level].offset;
+    for (size_t m = 0; m < axes; ++m) {
+      box[m] = reach[m] + 1;
+      box_weight[m] = box_running;
+      box_running *= box[m];
+      int64_t shift;
+      if (!CheckedMul(digit[m], strides[m], &shift) ||
+          !CheckedAdd(offset, shift, &offset)) {
+        return ValueErrorCat("view: level ", level, " offset overflows");
+      }
+    }
+    const IntTuple box_shape = axes == 1 && placement.shape().is_leaf()
+                                   ? IntTuple(box[0])
+                                   : IntTuple::Flat(box);
+    STRATA_ASSIGN_OR_RETURN(
+        Layout narrowed, Layout::Create(box_shape, box_shape.TransformLeaves(
+                                                       [&](size_t m, int64_t) {
+                                                         return strides[m];
+                                                       })));
+    (*subtensors)[level].offset = offset;
+    (*subtensors)[level].placement = narrowed;
+    STRATA_ASSIGN_OR_RETURN(
+        (*adjacent)[level - 1],
+        Layout::Create(reached.shape(),
+                       reached.stride().TransformLeaves([&](size_t k, int64_t) {
+                         return axis_of[k] < 0
+                                    ? int64_t{0}
+                                    : r_strides[k] / weight[axis_of[k]] *
+                                          box_weight[axis_of[k]];
+                       })));
+    if (level + 1 == rep.num_levels()) break;
+    // Level level+1 is reached through S_level restricted to the box.
+    const Layout& next = rep.adjacent_layouts()[level];
+    const auto next_strides = next.stride().leaves();
+    int64_t next_base = 0;
+    for (size_t m = 0; m < axes; ++m) {
+      next_base +=
+          digit[m] * next_strides[m];  // A reachable index: no overflow.
+    }
+    STRATA_ASSIGN_OR_RETURN(
+        reached, Layout::Create(box_shape, box_shape.TransformLeaves(
+                                               [&](size_t m, int64_t) {
+                                                 return next_strides[m];
+                                               })));
+    base = next_base;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<int64_t> LogicalShape(const Tensor& tensor) {
+  std::vector<int64_t> shape;
+  for (const Layout& m : TopModes(tensor.layout())) shape.push_back(m.size());
+  return shape;
+}
+
+absl::StatusOr<Tensor> Permute(const Tensor& tensor,
+                               absl::Span<const int64_t> perm) {
+  const int64_t rank = Rank(tensor.layout());
+  std::vector<bool> seen(rank, false);
+  bool valid = static_cast<int64_t>(perm.size()) == rank;
+  for (int64_t p : perm) {
+    valid = valid && p >= 0 && p < rank && !seen[p];
+    if (valid) seen[p] = true;
+  }
+  if (!valid) {
+    return ValueErrorCat("permute: (", absl::StrJoin(perm, ","),
+                         ") is not a permutation of the ", rank, " modes");
+  }
+  return MapModes(tensor, [&](const Modes& modes) -> absl::StatusOr<Modes> {
+    Modes out;
+    for (int64_t p : perm) out.push_back(modes[p]);
+    return out;
+  });
+}
+
+absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
+                               std::optional<int64_t> dim) {
+  const Modes modes = TopModes(tensor.layout());
+  if (dim.has_value()) {
+    STRATA_RETURN_IF_ERROR(CheckDim("squeeze", *dim, modes.size()));
+    if (modes[*dim].size() != 1) {
+      return ValueErrorCat("squeeze: mode ", *dim, " has extent ",
+                           modes[*dim].size(),
+                           "; only a mode of extent 1 can be removed");
+    }
+  }
+  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
+    Modes out;
+    for (size_t i = 0; i < in.size(); ++i) {
+      const bool drop =
+          dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i].size() == 1;
+      if (!drop) out.push_back(in[i]);
+    }
+    return out;
+  });
+}
+
+absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
+  const int64_t rank = Rank(tensor.layout());
+  if (dim < 0 || dim > rank) {
+    return ValueErrorCat("unsqueeze: position ", dim, " is out of range [0, ",
+                         rank, "]");
+  }
+  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
+    Modes out = in;
+    out.insert(out.begin() + dim, Layout());
+    return out;
+  });
+}
+
+namespace {
+
+absl::StatusOr<std::vector<int64_t>> TargetExtents(absl::string_view op,
+                                                   const IntTuple& shape) {
+  std::vector<int64_t> extents;
+  const int rank = shape.is_leaf() ? 1 : shape.rank();
+  for (int i = 0; i < rank; ++i) {
+    STRATA_ASSIGN_OR_RETURN(int64_t e, TupleProduct(shape[i]));
+    for (int64_t leaf : shape[i].leaves()) {
+      if (leaf < 0) {
+        return ValueErrorCat(op, ": shape ", shape.ToString(),
+                             " has a negative extent");
+      }
+    }
+    extents.push_back(e);
+  }
+  return extents;
+}
+
+// Source mode `mode` placed at a target extent: kept, or broadcast from
+// extent 1.
+absl::StatusOr<Layout> BroadcastMode(absl::string_view op, int64_t index,
+                                     const Layout& mode, int64_t target) {
+  if (mode.size() == target) return mode;
+  if (mode.size() == 1) return Layout::Create(target, 0);
+  return ValueErrorCat(op, ": mode ", index, " of extent ", mode.size(),
+                       " cannot broadcast to extent ", target);
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
+                                   const IntTuple& shape) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
+                          TargetExtents("broadcast_to", shape));
+  const int64_t rank = Rank(tensor.layout());
+  if (static_cast<int64_t>(target.size()) < rank) {
+    return ValueErrorCat("broadcast_to: shape ", shape.ToString(), " has ",
+                         target.size(), " modes, fewer than the Tensor's ",
+                         rank);
+  }
+  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
+    Modes out;
+    const int64_t lead = target.size() - in.size();
+    for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
+      if (p < lead) {
+        STRATA_ASSIGN_OR_RETURN(Layout m, Layout::Create(target[p], 0));
+        out.push_back(m);
+      } else {
+        STRATA_ASSIGN_OR_RETURN(
+            Layout m,
+            BroadcastMode("broadcast_to", p - lead, in[p - lead], target[p]));
+        out.push_back(m);
+      }
+    }
+    return out;
+  });
+}
+
+absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
+                                      const IntTuple& shape,
+                                      absl::Span<const int64_t> dims) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
+                          TargetExtents("broadcast_in_dim", shape));
+  const int64_t rank = Rank(tensor.layout());
+  bool valid = static_cast<int64_t>(dims.size()) == rank;
+  for (size_t i = 0; valid && i < dims.size(); ++i) {
+    valid = dims[i] >= 0 && dims[i] < static_cast<int64_t>(target.size()) &&
+            (i == 0 || dims[i] > dims[i - 1]);
+  }
+  if (!valid) {
+    return ValueErrorCat(
+        "broadcast_in_dim: dims (", absl::StrJoin(dims, ","), ") must be ",
+        rank, " strictly increasing positions in shape ", shape.ToString());
+  }
+  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
+    Modes out;
+    size_t source = 0;
+    for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
+      if (source < dims.size() && dims[source] == p) {
+        STRATA_ASSIGN_OR_RETURN(
+            Layout m,
+            BroadcastMode("broadcast_in_dim", source, in[source], target[p]));
+        out.push_back(m);
+        ++source;
+      } else {
+        STRATA_ASSIGN_OR_RETURN(Layout m, Layout::Create(target[p], 0));
+        out.push_back(m);
+      }
+    }
+    return out;
+  });
+}
+
+absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
+                          TargetExtents("reshape", shape));
+  // Always a tuple, so that composition keeps one result mode per target mode.
+  const IntTuple flat = IntTuple::Flat(target);
+  STRATA_ASSIGN_OR_RETURN(const int64_t size, TupleProduct(flat));
+  if (size != tensor.size()) {
+    return ValueErrorCat("reshape: shape ", shape.ToString(), " has ", size,
+                         " elements, the Tensor has ", tensor.size());
+  }
+  const Representation& rep = tensor.representation();
+  auto subtensors = Candidates(rep);
+  auto adjacent = Adjacent(rep);
+  STRATA_ASSIGN_OR_RETURN(Layout row_major, Layout::RowMajor(flat));
+  if (size == 0) {  // Nothing is reached: any layout of the new shape will do.
+    STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+                            FromTopModes(TopModes(row_major)));
+    if (rep.num_levels() > 1) adjacent[0] = subtensors[0].placement;
+    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  }
+  // As a function of the row-major index, the Tensor is its modes in reverse
+  // order.
+  std::vector<Layout> reversed;
+  for (int level_layout = 0; level_layout < std::min(rep.num_levels(), 2);
+       ++level_layout) {
+    Modes modes = TopModes(level_layout == 0 ? rep.subtensor(0).placement
+                                             : rep.adjacent_layouts()[0]);
+    std::reverse(modes.begin(), modes.end());
+    STRATA_ASSIGN_OR_RETURN(Layout x, MakeLayout(modes));
+    reversed.push_back(std::move(x));
+  }
+  auto joint = ComposeJointly(reversed, 0, row_major);
+  if (!joint.ok()) {
+    return ValueErrorCat("reshape of ", tensor.layout().ToString(), " to ",
+                         shape.ToString(),
+                         " is not a view: ", joint.status().message());
+  }
+  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+                          FromTopModes(TopModes(joint->results[0])));
+  if (rep.num_levels() > 1) {
+    adjacent[0] = FromTopModes(TopModes(joint->results[1]));
+  }
+  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+}
+
+absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
+                             int64_t stop, int64_t step) {
+  const Representation& rep = tensor.representation();
+  const Modes l_modes = TopModes(rep.subtensor(0).placement);
+  STRATA_RETURN_IF_ERROR(CheckDim("slice", dim, l_modes.size()));
+  const int64_t extent = l_modes[dim].size();
+  if (step <= 0) return ValueErrorCat("slice: step ", step, " is not positive");
+  if (start < 0 || start > stop || stop > extent) {
+    return ValueErrorCat("slice: [", start, ", ", stop,
+                         ") is not a range within [0, ", extent,
+                         "] with start <= stop (mode ", dim, ")");
+  }
+  const int64_t count = (stop - start + step - 1) / step;
+  auto subtensors = Candidates(rep);
+  auto adjacent = Adjacent(rep);
+  const bool levels = rep.num_levels() > 1;
+  Modes s_modes;
+  if (levels) s_modes = TopModes(rep.adjacent_layouts()[0]);
+  int64_t base = 0;
+  if (count == 0) {
+    STRATA_ASSIGN_OR_RETURN(Layout empty, Layout::Create(0, 0));
+    Modes l = l_modes;
+    l[dim] = empty;
+    STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l));
+    if (levels) {
+      s_modes[dim] = empty;
+      adjacent[0] = FromTopModes(s_modes);
+    }
+    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  }
+  std::vector<Layout> operands = {l_modes[dim]};
+  if (levels) operands.push_back(s_modes[dim]);
+  STRATA_ASSIGN_OR_RETURN(Layout stepping, Layout::Create(count, step));
+  auto joint = ComposeJointly(operands, start, stepping);
+  if (!joint.ok()) {
+    return ValueErrorCat("slice of mode ", dim, " (", l_modes[dim].ToString(),
+                         ") from ", start, " by ", step,
+                         " is not a layout: ", joint.status().message());
+  }
+  Modes l = l_modes;
+  l[dim] = joint->results[0];
+  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l));
+  if (!CheckedAdd(subtensors[0].offset, joint->bases[0],
+                  &subtensors[0].offset)) {
+    return ValueError("slice: offset overflows");
+  }
+  if (levels) {
+    s_modes[dim] = joint->results[1];
+    STRATA_ASSIGN_OR_RETURN(Layout reached, FromTopModes(s_modes));
+    base = joint->bases[1];
+    STRATA_RETURN_IF_ERROR(
+        NarrowLevels(rep, base, std::move(reached), &subtensors, &adjacent));
+  }
+  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+}
+
+absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
+                                 int64_t offset) {
+  if (offset < 0) {
+    return ValueErrorCat("as_strided: offset ", offset,
+                         " is negative; Tensor offsets must be non-negative");
+  }
+  const Representation& rep = tensor.representation();
+  auto subtensors = Candidates(rep);
+  auto adjacent = Adjacent(rep);
+  subtensors[0].offset = offset;
+  subtensors[0].placement = layout;
+  if (rep.num_levels() == 1 || layout.size() == 0) {
+    if (rep.num_levels() > 1) {
+      STRATA_ASSIGN_OR_RETURN(
+          adjacent[0],
+          Layout::Create(layout.shape(),
+                         layout.shape().TransformLeaves(
+                             [](size_t, int64_t) { return int64_t{0}; })));
+    }
+    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  }
+  // Map each new coordinate back to a source coordinate through L_0's left
+  // inverse.
+  const Subtensor& level0 = rep.subtensor(0);
+  const int64_t delta = offset - level0.offset;
+  auto inverse = LeftInverse(level0.placement);
+  if (!inverse.ok()) {
+    return ValueErrorCat(
+        "as_strided on a multi-subtensor Tensor needs an injective "
+        "L_0: ",
+        inverse.status().message());
+  }
+  auto unreached = [&](absl::string_view why) {
+    return ValueErrorCat("as_strided: ", layout.ToString(), " at offset ",
+                         offset, " reaches carrier indices that level 0 (",
+                         level0.placement.ToString(), " at offset ",
+                         level0.offset, ") does not: ", why);
+  };
+  if (delta < 0) return unreached("the offset precedes level 0's offset");
+  auto back = ComposeJointly({*inverse}, delta, layout);
+  if (!back.ok()) return unreached(back.status().message());
+  const int64_t source_start = back->bases[0];
+  auto forward = ComposeJointly({level0.placement, rep.adjacent_layouts()[0]},
+                                source_start, back->results[0]);
+  if (!forward.ok()) return unreached(forward.status().message());
+  if (forward->bases[0] != delta ||
+      Coalesce(forward->results[0]) != Coalesce(layout)) {
+    return unreached("they are not in the image of L_0");
+  }
+  subtensors[0].placement =
+      forward->results[0];  // layout, refined like S_0's image.
+  STRATA_RETURN_IF_ERROR(NarrowLevels(
+      rep, forward->bases[1], forward->results[1], &subtensors, &adjacent));
+  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+}
+
+}  // namespace strata

@@ -1,0 +1,84 @@
+// bazel run --config=opt //views:views_benchmark
+// Each view on a rank-4 one-level float32 Tensor of shape (8,16,32,64) and on a
+// two-level mxfp8 Tensor (values (8,16,32,64), one scale per 32 of the last
+// mode).
+#include <cstdint>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "carrier/carrier.h"
+#include "core/representation.h"
+#include "dtype/registry.h"
+#include "layout/layout.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+Tensor OneLevel() {
+  const Layout l = *ParseLayout("(8,16,32,64):(32768,2048,64,1)");
+  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0,
+                         l);
+}
+
+Tensor TwoLevel() {
+  auto values =
+      RecordedCarrier::Create(*dtypes::Float8E4M3FN(), 8 * 16 * 32 * 64);
+  auto scales =
+      RecordedCarrier::Create(*dtypes::Float8E8M0FNU(), 8 * 16 * 32 * 2);
+  auto rep = Representation::Create(
+      dtypes::MXFP8E4M3(),
+      {{dtypes::Float8E4M3FN(), values, 0,
+        *ParseLayout("(8,16,32,(32,2)):(32768,2048,64,(1,32))")},
+       {dtypes::Float8E8M0FNU(), scales, 0,
+        *ParseLayout("(8,16,32,2):(1024,64,2,1)")}},
+      {*ParseLayout("(8,16,32,(32,2)):(1024,64,2,(0,1))")});
+  return MakeTensor(*rep);
+}
+
+Tensor Make(benchmark::State& state) {
+  return state.range(0) ? TwoLevel() : OneLevel();
+}
+
+void BM_Permute(benchmark::State& state) {
+  const Tensor t = Make(state);
+  const std::vector<int64_t> perm = {3, 1, 2, 0};
+  for (auto _ : state) benchmark::DoNotOptimize(Permute(t, perm));
+}
+void BM_SliceStep(benchmark::State& state) {
+  const Tensor t = Make(state);
+  for (auto _ : state) benchmark::DoNotOptimize(Slice(t, 1, 2, 14, 3));
+}
+void BM_Reshape(benchmark::State& state) {
+  const Tensor t = Make(state);
+  const IntTuple shape = IntTuple::Tuple({128, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(Reshape(t, shape));
+}
+void BM_AsStrided(benchmark::State& state) {
+  const Tensor t = Make(state);
+  const Layout l = *ParseLayout("(4,16,32,64):(32768,2048,64,1)");
+  for (auto _ : state) benchmark::DoNotOptimize(AsStrided(t, l, 32768));
+}
+void BM_BroadcastTo(benchmark::State& state) {
+  const Tensor t = Make(state);
+  const IntTuple shape = IntTuple::Tuple({4, 8, 16, 32, 64});
+  for (auto _ : state) benchmark::DoNotOptimize(BroadcastTo(t, shape));
+}
+void BM_Unsqueeze(benchmark::State& state) {
+  const Tensor t = Make(state);
+  for (auto _ : state) benchmark::DoNotOptimize(Unsqueeze(t, 2));
+}
+void BM_Squeeze(benchmark::State& state) {
+  const Tensor t = *Unsqueeze(Make(state), 2);
+  for (auto _ : state) benchmark::DoNotOptimize(Squeeze(t, 2));
+}
+BENCHMARK(BM_Permute)->Arg(0)->Arg(1);
+BENCHMARK(BM_SliceStep)->Arg(0)->Arg(1);
+BENCHMARK(BM_Reshape)->Arg(0)->Arg(1);
+BENCHMARK(BM_AsStrided)->Arg(0)->Arg(1);
+BENCHMARK(BM_BroadcastTo)->Arg(0)->Arg(1);
+BENCHMARK(BM_Unsqueeze)->Arg(0)->Arg(1);
+BENCHMARK(BM_Squeeze)->Arg(0)->Arg(1);
+
+}  // namespace
+}  // namespace strata

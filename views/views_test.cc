@@ -1,0 +1,493 @@
+#include "views/views.h"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "dtype/registry.h"
+#include "gtest/gtest.h"
+#include "layout/algebra.h"
+#include "layout/random_layouts.h"
+
+namespace strata {
+namespace {
+
+using Coord = std::vector<int64_t>;
+
+Layout L(const std::string& text) { return *ParseLayout(text); }
+
+Tensor Plain(const std::string& layout, int64_t offset = 0) {
+  const Layout l = L(layout);
+  auto carrier =
+      *HostCarrier::Create(dtypes::Float32(), offset + l.cosize() + 3);
+  return *Tensor::Create(carrier, offset, l);
+}
+
+// An mxfp8-shaped Tensor: values (rows, cols) row-major, one scale per `block`
+// values of the last mode, scales (rows, cols/block) row-major.
+Tensor BlockScaled(int64_t rows, int64_t cols, int64_t block) {
+  const int64_t nb = cols / block;
+  auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), rows * cols);
+  auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), rows * nb);
+  const IntTuple shape = IntTuple::Tuple({rows, IntTuple::Tuple({block, nb})});
+  auto rep = Representation::Create(
+      dtypes::MXFP8E4M3(),
+      {{dtypes::Float8E4M3FN(), values, 0,
+        *Layout::Create(shape,
+                        IntTuple::Tuple({cols, IntTuple::Tuple({1, block})}))},
+       {dtypes::Float8E8M0FNU(), scales, 0,
+        *Layout::RowMajor(IntTuple::Tuple({rows, nb}))}},
+      {*Layout::Create(shape,
+                       IntTuple::Tuple({1, IntTuple::Tuple({0, rows})}))});
+  EXPECT_TRUE(rep.ok()) << rep.status();
+  return MakeTensor(*rep);
+}
+
+// Carrier indices reached at every level from the top-level coordinate `coord`.
+std::vector<int64_t> Reached(const Tensor& t, const Coord& coord) {
+  const Representation& rep = t.representation();
+  const Layout& l0 = rep.subtensor(0).placement;
+  const IntTuple c =
+      l0.shape().is_leaf() ? IntTuple(coord[0]) : IntTuple::Flat(coord);
+  std::vector<int64_t> out = {rep.subtensor(0).offset + *l0.Crd2Idx(c)};
+  if (rep.num_levels() == 1) return out;
+  int64_t x = *rep.adjacent_layouts()[0].Crd2Idx(c);
+  for (int level = 1; level < rep.num_levels(); ++level) {
+    const Subtensor& s = rep.subtensor(level);
+    EXPECT_GE(x, 0);
+    EXPECT_LT(x, s.placement.size());
+    out.push_back(s.offset + s.placement(x));
+    if (level + 1 < rep.num_levels()) x = rep.adjacent_layouts()[level](x);
+  }
+  return out;
+}
+
+void ForEachCoord(const std::vector<int64_t>& extents,
+                  const std::function<void(const Coord&)>& body) {
+  for (int64_t e : extents) {
+    if (e == 0) return;
+  }
+  Coord c(extents.size(), 0);
+  while (true) {
+    body(c);
+    size_t k = 0;
+    while (k < c.size() && ++c[k] == extents[k]) c[k++] = 0;
+    if (k == c.size()) return;
+  }
+}
+
+std::string Describe(const Tensor& t) {
+  const Representation& rep = t.representation();
+  std::string out;
+  for (int i = 0; i < rep.num_levels(); ++i) {
+    absl::StrAppend(&out, i ? " | " : "", "L", i, "=",
+                    rep.subtensor(i).placement.ToString(), "@",
+                    rep.subtensor(i).offset);
+    if (i + 1 < rep.num_levels()) {
+      absl::StrAppend(&out, " S", i, "=", rep.adjacent_layouts()[i].ToString());
+    }
+  }
+  return out;
+}
+
+// NOTE [ The view invariant ], checked exhaustively.
+void ExpectInvariant(const Tensor& source, const Tensor& view,
+                     const std::function<Coord(const Coord&)>& sigma) {
+  ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
+  ForEachCoord(LogicalShape(view), [&](const Coord& c) {
+    ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)))
+        << "view " << Describe(view) << " of " << Describe(source);
+  });
+}
+
+Coord RowMajorDecode(int64_t index, const std::vector<int64_t>& extents) {
+  Coord c(extents.size());
+  for (size_t k = extents.size(); k-- > 0;) {
+    c[k] = index % extents[k];
+    index /= extents[k];
+  }
+  return c;
+}
+
+int64_t RowMajorIndex(const Coord& c, const std::vector<int64_t>& extents) {
+  int64_t index = 0;
+  for (size_t k = 0; k < c.size(); ++k) index = index * extents[k] + c[k];
+  return index;
+}
+
+// Random one- and two-level tensors of at most 512 elements.
+Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
+  if (!two_level) {
+    const Layout l = gen.Injective(4, 4, 2);
+    const int64_t offset = gen.Uniform(0, 5);
+    auto carrier = *HostCarrier::Create(dtypes::Int32(), offset + l.cosize());
+    return *Tensor::Create(carrier, offset, l);
+  }
+  // Values: random modes plus a blocked mode (B, nb); one scale per block.
+  const int rank = gen.Uniform(1, 3);
+  const int blocked = gen.Uniform(0, rank - 1);
+  const int64_t block = gen.Uniform(1, 2) * 2;
+  std::vector<IntTuple> value_modes;
+  std::vector<int64_t> scale_extents;
+  for (int i = 0; i < rank; ++i) {
+    const int64_t e = gen.Uniform(1, 4);
+    if (i == blocked) {
+      value_modes.push_back(IntTuple::Tuple({block, e}));
+    } else {
+      value_modes.push_back(e);
+    }
+    scale_extents.push_back(e);
+  }
+  const IntTuple shape = IntTuple::Tuple(value_modes);
+  // Values compact in a random leaf order; scales in a random injective order.
+  const Layout l0 = [&] {
+    for (;;) {
+      Layout any = gen.Injective(8, 1, 0);  // Only used for its RNG draws.
+      (void)any;
+      const auto extents = shape.leaves();
+      std::vector<size_t> order(extents.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::shuffle(order.begin(), order.end(), gen.engine());
+      std::vector<int64_t> strides(extents.size());
+      int64_t running = 1;
+      for (size_t k : order) {
+        strides[k] = running;
+        running *= extents[k];
+      }
+      return *Layout::Create(
+          shape,
+          shape.TransformLeaves([&](size_t k, int64_t) { return strides[k]; }));
+    }
+  }();
+  const IntTuple scale_shape = IntTuple::Flat(scale_extents);
+  const Layout l1 = gen.Uniform(0, 1) ? *Layout::RowMajor(scale_shape)
+                                      : *Layout::ColumnMajor(scale_shape);
+  // S_0: block leaf -> 0, every other leaf -> its scale coordinate's colex
+  // weight.
+  std::vector<int64_t> weights(rank);
+  int64_t running = 1;
+  for (int i = 0; i < rank; ++i) {
+    weights[i] = running;
+    running *= scale_extents[i];
+  }
+  std::vector<int64_t> s_strides;
+  for (int i = 0; i < rank; ++i) {
+    if (i == blocked) s_strides.push_back(0);
+    s_strides.push_back(weights[i]);
+  }
+  const Layout s0 = *Layout::Create(
+      shape,
+      shape.TransformLeaves([&](size_t k, int64_t) { return s_strides[k]; }));
+  const int64_t off0 = gen.Uniform(0, 3);
+  const int64_t off1 = gen.Uniform(0, 3);
+  auto values =
+      *HostCarrier::Create(dtypes::Float8E4M3FN(), off0 + l0.cosize());
+  auto scales =
+      *HostCarrier::Create(dtypes::Float8E8M0FNU(), off1 + l1.cosize());
+  auto rep =
+      Representation::Create(dtypes::MXFP8E4M3(),
+                             {{dtypes::Float8E4M3FN(), values, off0, l0},
+                              {dtypes::Float8E8M0FNU(), scales, off1, l1}},
+                             {s0});
+  EXPECT_TRUE(rep.ok()) << rep.status();
+  return MakeTensor(*rep);
+}
+
+// --- Hand cases
+// -----------------------------------------------------------------
+
+TEST(ViewsTest, PermuteSwapsModes) {
+  const Tensor t = Plain("(4,8):(8,1)");
+  auto v = Permute(t, {1, 0});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->layout().ToString(), "(8,4):(1,8)");
+  EXPECT_EQ(v->carrier(), t.carrier());
+  ExpectInvariant(t, *v, [](const Coord& c) { return Coord{c[1], c[0]}; });
+}
+
+TEST(ViewsTest, SliceMovesTheOffset) {
+  const Tensor t = Plain("(4,8):(8,1)");
+  auto v = Slice(t, 1, 2, 8, 3);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->layout().ToString(), "(4,2):(8,3)");
+  EXPECT_EQ(v->offset(), 2);
+  EXPECT_EQ(LogicalShape(*v), (std::vector<int64_t>{4, 2}));
+}
+
+TEST(ViewsTest, ReshapeMergesModesPyTorchCannot) {
+  // The architecture's example: (2,3,4):(1,2,6) viewed as (6,4).
+  const Tensor t = Plain("(2,3,4):(1,2,6)");
+  auto v = Reshape(t, IntTuple::Tuple({6, 4}));
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->layout().ToString(), "((3,2),4):((2,1),6)");
+  const std::vector<int64_t> old_shape = {2, 3, 4};
+  ExpectInvariant(t, *v, [&](const Coord& c) {
+    return RowMajorDecode(RowMajorIndex(c, {6, 4}), old_shape);
+  });
+}
+
+TEST(ViewsTest, ReshapeThatNeedsACopyNamesTheModes) {
+  const Tensor t = Plain("(2,3):(1,10)");
+  auto v = Reshape(t, IntTuple::Tuple({3, 2}));
+  EXPECT_TRUE(IsValueError(v.status()));
+  EXPECT_NE(v.status().message().find("is not a view"), absl::string_view::npos)
+      << v.status();
+  EXPECT_TRUE(IsValueError(Reshape(t, IntTuple::Tuple({4, 2})).status()));
+}
+
+TEST(ViewsTest, BroadcastsUseStrideZero) {
+  const Tensor t = Plain("(1,8):(0,1)");
+  auto v = BroadcastTo(t, IntTuple::Tuple({3, 4, 8}));
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->layout().ToString(), "(3,4,8):(0,0,1)");
+  auto w = BroadcastInDim(Plain("8:1"), IntTuple::Tuple({2, 8, 3}), {1});
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->layout().ToString(), "(2,8,3):(0,1,0)");
+}
+
+TEST(ViewsTest, SqueezeAndUnsqueeze) {
+  const Tensor t = Plain("(1,8,1):(0,1,0)");
+  EXPECT_EQ(Squeeze(t)->layout().ToString(), "8:1");
+  EXPECT_EQ(Squeeze(t, 2)->layout().ToString(), "(1,8):(0,1)");
+  EXPECT_EQ(Unsqueeze(Plain("8:1"), 1)->layout().ToString(), "(8,1):(1,0)");
+  EXPECT_EQ(Unsqueeze(Plain("8:1"), 0)->layout().ToString(), "(1,8):(0,1)");
+}
+
+TEST(ViewsTest, AsStridedIsStorageRelative) {
+  const Tensor t = Plain("(4,8):(8,1)", 5);
+  auto v = AsStrided(t, L("(2,2):(1,8)"), 3);
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->offset(), 3);
+  EXPECT_EQ(v->layout().ToString(), "(2,2):(1,8)");
+  EXPECT_TRUE(IsValueError(AsStrided(t, L("100:1"), 0).status()));
+}
+
+TEST(ViewsTest, PublicPropertiesComeFromTheNewRepresentation) {
+  const Tensor t = Plain("(4,8):(8,1)");
+  auto v = Slice(t, 0, 1, 3);
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->size(), 16);
+  EXPECT_EQ(v->offset(), 8);
+  EXPECT_EQ(t.size(), 32);
+  EXPECT_EQ(t.offset(), 0);
+}
+
+TEST(ViewsTest, BadArgumentsAreValueErrors) {
+  const Tensor t = Plain("(4,8):(8,1)");
+  struct Case {
+    const char* name;
+    absl::Status status;
+  } cases[] = {
+      {"repeated axis", Permute(t, {0, 0}).status()},
+      {"missing axis", Permute(t, {0}).status()},
+      {"axis out of range", Permute(t, {0, 2}).status()},
+      {"dim out of range", Slice(t, 2, 0, 1).status()},
+      {"step 0", Slice(t, 0, 0, 4, 0).status()},
+      {"negative step", Slice(t, 0, 0, 4, -1).status()},
+      {"start > stop", Slice(t, 0, 3, 2).status()},
+      {"stop beyond", Slice(t, 0, 0, 5).status()},
+      {"broadcast non-1", BroadcastTo(t, IntTuple::Tuple({4, 9})).status()},
+      {"broadcast fewer modes", BroadcastTo(t, IntTuple(8)).status()},
+      {"broadcast negative",
+       BroadcastTo(t, IntTuple::Tuple({-1, 4, 8})).status()},
+      {"in_dim not increasing",
+       BroadcastInDim(t, IntTuple::Tuple({4, 8, 2}), {1, 0}).status()},
+      {"in_dim mismatch",
+       BroadcastInDim(t, IntTuple::Tuple({4, 7}), {0, 1}).status()},
+      {"squeeze non-1", Squeeze(t, 0).status()},
+      {"squeeze out of range", Squeeze(t, 5).status()},
+      {"unsqueeze out of range", Unsqueeze(t, 3).status()},
+      {"negative as_strided offset", AsStrided(t, L("4:1"), -1).status()},
+      {"overflowing shape",
+       Reshape(t, IntTuple::Tuple({int64_t{1} << 62, 8})).status()},
+  };
+  for (const Case& c : cases) {
+    EXPECT_TRUE(IsValueError(c.status)) << c.name << ": " << c.status;
+  }
+}
+
+// --- Multi-subtensor views
+// -----------------------------------------------------
+
+TEST(BlockScaledViewsTest, PermuteMovesScalesWithValues) {
+  const Tensor t = BlockScaled(4, 64, 32);
+  auto v = Permute(t, {1, 0});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->representation().adjacent_layouts()[0].ToString(),
+            "((32,2),4):((0,4),1)");
+  ExpectInvariant(t, *v, [](const Coord& c) { return Coord{c[1], c[0]}; });
+}
+
+TEST(BlockScaledViewsTest, SliceNarrowsTheScaleLevel) {
+  const Tensor t = BlockScaled(4, 64, 32);
+  auto v = Slice(t, 0, 1, 3);
+  ASSERT_TRUE(v.ok()) << v.status();
+  const Representation& rep = v->representation();
+  EXPECT_EQ(rep.subtensor(1).offset, 2) << "row 1's scales start at index 2";
+  EXPECT_EQ(rep.subtensor(1).placement.size(), 4);
+  ExpectInvariant(t, *v, [](const Coord& c) { return Coord{c[0] + 1, c[1]}; });
+  auto blocks = Slice(t, 1, 32, 64);
+  ASSERT_TRUE(blocks.ok()) << blocks.status();
+  ExpectInvariant(t, *blocks, [](const Coord& c) {
+    return Coord{c[0], c[1] + 32};
+  });
+}
+
+TEST(BlockScaledViewsTest, ASliceThatWrapsABlockFails) {
+  // Elements 16..47 of the (32,2) mode: not a layout of the hierarchical mode.
+  const Tensor t = BlockScaled(4, 64, 32);
+  auto v = Slice(t, 1, 16, 48);
+  EXPECT_TRUE(IsValueError(v.status())) << v.status();
+}
+
+TEST(BlockScaledViewsTest, ChainsKeepTheInvariant) {
+  const Tensor t = BlockScaled(4, 64, 32);
+  auto a = Permute(t, {1, 0});
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = Slice(*a, 1, 1, 4, 2);
+  ASSERT_TRUE(b.ok()) << b.status();
+  auto c = Unsqueeze(*b, 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  auto d = BroadcastTo(*c, IntTuple::Tuple({3, 64, 2}));
+  ASSERT_TRUE(d.ok()) << d.status();
+  ExpectInvariant(t, *d, [](const Coord& k) {
+    return Coord{1 + 2 * k[2], k[1]};
+  });
+  auto e = Reshape(t, IntTuple::Tuple({2, 128}));
+  ASSERT_TRUE(e.ok()) << e.status();
+  ExpectInvariant(t, *e, [](const Coord& k) {
+    return RowMajorDecode(RowMajorIndex(k, {2, 128}), {4, 64});
+  });
+}
+
+TEST(BlockScaledViewsTest, AsStridedGoesThroughTheInverse) {
+  const Tensor t = BlockScaled(4, 64, 32);
+  // Rows 2..3, columns 32..63, as a storage-relative layout.
+  auto v = AsStrided(t, L("(2,32):(64,1)"), 2 * 64 + 32);
+  ASSERT_TRUE(v.ok()) << v.status();
+  ExpectInvariant(t, *v, [](const Coord& k) {
+    return Coord{2 + k[0], 32 + k[1]};
+  });
+  // Reaching past the values level 0 holds is refused.
+  EXPECT_TRUE(IsValueError(AsStrided(t, L("(2,32):(64,1)"), 4 * 64).status()));
+}
+
+// --- Property tests over random tensors
+// -----------------------------------------
+
+class RandomViewsTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(RandomViewsTest, EveryViewKeepsTheInvariant) {
+  const bool two_level = GetParam();
+  testing::RandomLayouts gen(two_level ? 21 : 20);
+  int admitted = 0;
+  for (int n = 0; n < 400; ++n) {
+    const Tensor t = RandomTensor(gen, two_level);
+    const std::vector<int64_t> shape = LogicalShape(t);
+    const int64_t rank = shape.size();
+    SCOPED_TRACE(t.layout().ToString());
+    // permute
+    SCOPED_TRACE("permute");
+    std::vector<int64_t> perm(rank);
+    for (int64_t i = 0; i < rank; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), gen.engine());
+    if (auto v = Permute(t, perm); v.ok()) {
+      ++admitted;
+      ExpectInvariant(t, *v, [&](const Coord& c) {
+        Coord old(rank);
+        for (int64_t i = 0; i < rank; ++i) old[perm[i]] = c[i];
+        return old;
+      });
+    } else {
+      ADD_FAILURE() << v.status();
+    }
+    // slice
+    SCOPED_TRACE("slice");
+    const int64_t dim = gen.Uniform(0, rank - 1);
+    const int64_t start = gen.Uniform(0, shape[dim]);
+    const int64_t stop = gen.Uniform(start, shape[dim]);
+    const int64_t step = gen.Uniform(1, 3);
+    if (auto v = Slice(t, dim, start, stop, step); v.ok()) {
+      ++admitted;
+      ExpectInvariant(t, *v, [&](const Coord& c) {
+        Coord old = c;
+        old[dim] = start + step * c[dim];
+        return old;
+      });
+    } else {
+      ASSERT_TRUE(IsValueError(v.status())) << v.status();
+    }
+    // unsqueeze, then broadcast the new mode, then squeeze it again
+    SCOPED_TRACE(
+        "unsqueeze, then broadcast the new mode, then squeeze it again");
+    const int64_t pos = gen.Uniform(0, rank);
+    auto u = Unsqueeze(t, pos);
+    ASSERT_TRUE(u.ok()) << u.status();
+    ExpectInvariant(t, *u, [&](const Coord& c) {
+      Coord old = c;
+      old.erase(old.begin() + pos);
+      return old;
+    });
+    std::vector<int64_t> wide = LogicalShape(*u);
+    wide[pos] = 3;
+    auto b = BroadcastTo(*u, IntTuple::Flat(wide));
+    ASSERT_TRUE(b.ok()) << b.status();
+    ExpectInvariant(t, *b, [&](const Coord& c) {
+      Coord old = c;
+      old.erase(old.begin() + pos);
+      return old;
+    });
+    auto s = Squeeze(*u, pos);
+    ASSERT_TRUE(s.ok()) << s.status();
+    ExpectInvariant(t, *s, [](const Coord& c) { return c; });
+    // broadcast_in_dim into a rank+1 shape
+    SCOPED_TRACE("broadcast_in_dim into a rank+1 shape");
+    std::vector<int64_t> dims(rank);
+    std::vector<int64_t> target;
+    const int64_t extra = gen.Uniform(0, rank);
+    for (int64_t i = 0, k = 0; i <= rank; ++i) {
+      if (i == extra) {
+        target.push_back(2);
+      } else {
+        dims[k++] = target.size();
+        target.push_back(shape[k - 1]);
+      }
+    }
+    auto bid = BroadcastInDim(t, IntTuple::Flat(target), dims);
+    ASSERT_TRUE(bid.ok()) << bid.status();
+    ExpectInvariant(t, *bid, [&](const Coord& c) {
+      Coord old(rank);
+      for (int64_t i = 0; i < rank; ++i) old[i] = c[dims[i]];
+      return old;
+    });
+    // reshape to the flat size, and to a random factorisation
+    SCOPED_TRACE("reshape to the flat size, and to a random factorisation");
+    const int64_t size = t.size();
+    const int64_t f = gen.Uniform(1, size);
+    const IntTuple new_shape =
+        size % f == 0 ? IntTuple::Tuple({f, size / f}) : IntTuple(size);
+    std::vector<int64_t> new_extents = new_shape.is_leaf()
+                                           ? std::vector<int64_t>{size}
+                                           : std::vector<int64_t>{f, size / f};
+    if (auto v = Reshape(t, new_shape); v.ok()) {
+      ++admitted;
+      ExpectInvariant(t, *v, [&](const Coord& c) {
+        return RowMajorDecode(RowMajorIndex(c, new_extents), shape);
+      });
+    } else {
+      ASSERT_TRUE(IsValueError(v.status())) << v.status();
+    }
+  }
+  EXPECT_GT(admitted, 600);
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, RandomViewsTest, ::testing::Bool());
+
+}  // namespace
+}  // namespace strata
