@@ -1,11 +1,13 @@
 #include "dtype/registry.h"
 
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "core/errors.h"
+#include "dtype/block_scale_rule.h"
 
 namespace strata {
 
@@ -51,19 +53,23 @@ STRATA_SIMPLE_DTYPE(Float4E2M1FN,
                     {"float4_e2m1fn", 4, NC::kFloating, true, 2, 1})
 #undef STRATA_SIMPLE_DTYPE
 
+// NOTE [ The block-scaling rule ] (block_scale_rule.h).
 const CompoundDType* MXFP8E4M3() {
   static const CompoundDType* dtype =
-      *CompoundDType::Create("mxfp8_e4m3", {Float8E4M3FN(), Float8E8M0FNU()});
+      *CompoundDType::Create("mxfp8_e4m3", {Float8E4M3FN(), Float8E8M0FNU()},
+                             {std::make_shared<BlockScaleRule>(32)});
   return dtype;
 }
 const CompoundDType* MXFP4() {
   static const CompoundDType* dtype =
-      *CompoundDType::Create("mxfp4", {Float4E2M1FN(), Float8E8M0FNU()});
+      *CompoundDType::Create("mxfp4", {Float4E2M1FN(), Float8E8M0FNU()},
+                             {std::make_shared<BlockScaleRule>(32)});
   return dtype;
 }
 const CompoundDType* NVFP4() {
   static const CompoundDType* dtype =
-      *CompoundDType::Create("nvfp4", {Float4E2M1FN(), Float8E4M3FN()});
+      *CompoundDType::Create("nvfp4", {Float4E2M1FN(), Float8E4M3FN()},
+                             {std::make_shared<BlockScaleRule>(16)});
   return dtype;
 }
 

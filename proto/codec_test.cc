@@ -190,8 +190,15 @@ TEST(CodecTest, DumpReplayDumpIsStableOverRandomRepresentations) {
       if (s0.max_index() >= l1.size()) continue;
       auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), size);
       auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), l1.cosize());
+      // Registered so that replay finds it by name; no block rule, any S_0.
+      static const CompoundDType* two_level = [] {
+        const CompoundDType* d = *CompoundDType::Create(
+            "test_two_level", {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()});
+        EXPECT_TRUE(DTypeRegistry::Global().Register(d).ok());
+        return d;
+      }();
       auto rep =
-          Representation::Create(dtypes::MXFP8E4M3(),
+          Representation::Create(two_level,
                                  {{dtypes::Float8E4M3FN(), values, offset, l0},
                                   {dtypes::Float8E8M0FNU(), scales, 0, l1}},
                                  {s0});

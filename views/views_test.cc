@@ -121,6 +121,13 @@ int64_t RowMajorIndex(const Coord& c, const std::vector<int64_t>& extents) {
   return index;
 }
 
+// A two-level compound without rules, for blocks of any size.
+const CompoundDType* TestBlocked() {
+  static const CompoundDType* dtype = *CompoundDType::Create(
+      "test_blocked", {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()});
+  return dtype;
+}
+
 // Random one- and two-level tensors of at most 512 elements.
 Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   if (!two_level) {
@@ -191,7 +198,7 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   auto scales =
       *HostCarrier::Create(dtypes::Float8E8M0FNU(), off1 + l1.cosize());
   auto rep =
-      Representation::Create(dtypes::MXFP8E4M3(),
+      Representation::Create(TestBlocked(),
                              {{dtypes::Float8E4M3FN(), values, off0, l0},
                               {dtypes::Float8E8M0FNU(), scales, off1, l1}},
                              {s0});
@@ -337,6 +344,18 @@ TEST(BlockScaledViewsTest, SliceNarrowsTheScaleLevel) {
   ExpectInvariant(t, *blocks, [](const Coord& c) {
     return Coord{c[0], c[1] + 32};
   });
+}
+
+TEST(BlockScaledViewsTest, ASliceThatCutsBlocksFailsTheDtypeRule) {
+  const Tensor t = BlockScaled(4, 64, 32);
+  auto v = Slice(t, 1, 0, 16);
+  EXPECT_TRUE(IsValueError(v.status()));
+  EXPECT_NE(v.status().message().find("mxfp8_e4m3 needs one scale per aligned block of 32"),
+            absl::string_view::npos)
+      << v.status();
+  EXPECT_TRUE(Slice(t, 1, 32, 64).ok());
+  EXPECT_TRUE(Slice(t, 1, 0, 64, 2).status().message().find("block") !=
+              absl::string_view::npos);
 }
 
 TEST(BlockScaledViewsTest, ASliceThatWrapsABlockFails) {
