@@ -27,7 +27,8 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
   const auto placements = context.placement_layouts();
   const std::string dtype = context.logical_dtype().name();
   if (adjacent.empty()) {
-    return ValueErrorCat(dtype, ": block-scaled representations need a scale level");
+    return ValueErrorCat(dtype,
+                         ": block-scaled representations need a scale level");
   }
   const Layout& s0 = adjacent[0];
   const std::vector<Layout> s_modes = TopModes(s0);
@@ -39,18 +40,20 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
     seen.push_back(absl::StrCat("mode ", i, " -> ", coalesced.ToString()));
     const auto extents = coalesced.shape().leaves();
     const auto strides = coalesced.stride().leaves();
-    if (extents.empty() || extents[0] != block_size_ || strides[0] != 0) continue;
+    if (extents.empty() || extents[0] != block_size_ || strides[0] != 0)
+      continue;
     bool later_nonzero = true;
-    for (size_t k = 1; k < strides.size(); ++k) later_nonzero &= strides[k] != 0;
+    for (size_t k = 1; k < strides.size(); ++k)
+      later_nonzero &= strides[k] != 0;
     const bool broadcast = Coalesce(l_modes[i]).cosize() <= 1;
     if (later_nonzero && !broadcast) blocked.push_back(static_cast<int>(i));
   }
   if (blocked.size() == 1) return blocked[0];
   return ValueErrorCat(
       dtype, " needs one scale per aligned block of ", block_size_,
-      " values along exactly one mode: S_0 coalesced by mode must be (", block_size_,
-      ",...):(0,...) on one mode, but S_0 = ", s0.ToString(), " has ",
-      blocked.size(), " such modes (", absl::StrJoin(seen, "; "), ")");
+      " values along exactly one mode: S_0 coalesced by mode must be (",
+      block_size_, ",...):(0,...) on one mode, but S_0 = ", s0.ToString(),
+      " has ", blocked.size(), " such modes (", absl::StrJoin(seen, "; "), ")");
 }
 
 absl::Status BlockScaleRule::Validate(

@@ -1,16 +1,17 @@
 // NOTE [ The block-scaling rule ]
-// A block-scaled dtype (mxfp8_e4m3, mxfp4: block 32; nvfp4: block 16) stores values at
-// level 0 and one scale per block at level 1. Its rule checks, from the frozen context
-// alone, that S_0 gives one scale index to each aligned run of B consecutive coordinates
-// along exactly one top-level mode (the blocked mode): coalesced, that mode of S_0 is
-// (B, ...):(0, ...) with every later stride non-zero, while L_0 really varies along it
-// (a broadcast mode, stride 0 in L_0 too, is never the blocked mode). Any other structure
-// of S_0 (broadcast modes, any order of the other modes) is allowed. Because views move
-// S_0 with L_0, a permuted or broadcast block-scaled Tensor still validates; a slice
+// A block-scaled dtype (mxfp8_e4m3, mxfp4: block 32; nvfp4: block 16) stores
+// values at level 0 and one scale per block at level 1. Its rule checks, from
+// the frozen context alone, that S_0 gives one scale index to each aligned run
+// of B consecutive coordinates along exactly one top-level mode (the blocked
+// mode): coalesced, that mode of S_0 is (B, ...):(0, ...) with every later
+// stride non-zero, while L_0 really varies along it (a broadcast mode, stride 0
+// in L_0 too, is never the blocked mode). Any other structure of S_0 (broadcast
+// modes, any order of the other modes) is allowed. Because views move S_0 with
+// L_0, a permuted or broadcast block-scaled Tensor still validates; a slice
 // that cuts a block fails here.
 //
-// NVFP4's per-tensor second-level scale is out of scope: Strata represents the two
-// levels (e2m1 values, e4m3 block scales) only.
+// NVFP4's per-tensor second-level scale is out of scope: Strata represents the
+// two levels (e2m1 values, e4m3 block scales) only.
 #ifndef STRATA_DTYPE_BLOCK_SCALE_RULE_H_
 #define STRATA_DTYPE_BLOCK_SCALE_RULE_H_
 
@@ -29,12 +30,15 @@ class BlockScaleRule final : public RepresentationRule {
   absl::string_view name() const override { return "block_scale"; }
   int64_t block_size() const { return block_size_; }
 
-  // Errors (ValueError): no top-level mode, or more than one, is blocked as above; the
-  // message names the dtype, the block size and what S_0 does instead.
-  absl::Status Validate(const RepresentationValidationContext& context) const override;
+  // Errors (ValueError): no top-level mode, or more than one, is blocked as
+  // above; the message names the dtype, the block size and what S_0 does
+  // instead.
+  absl::Status Validate(
+      const RepresentationValidationContext& context) const override;
 
   // The blocked top-level mode of S_0 (index), or the rule's error.
-  absl::StatusOr<int> BlockedMode(const RepresentationValidationContext& context) const;
+  absl::StatusOr<int> BlockedMode(
+      const RepresentationValidationContext& context) const;
 
  private:
   int64_t block_size_;

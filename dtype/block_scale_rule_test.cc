@@ -15,14 +15,20 @@ namespace {
 class Context final : public RepresentationValidationContext {
  public:
   Context(const DType& dtype, Layout l0, Layout l1, Layout s0)
-      : dtype_(dtype), placements_{l0, l1}, adjacent_{s0},
+      : dtype_(dtype),
+        placements_{l0, l1},
+        adjacent_{s0},
         shapes_{l0.shape(), l1.shape()} {}
   const DType& logical_dtype() const override { return dtype_; }
   absl::Span<const SimpleDType* const> storage_dtypes() const override {
     return dtype_.storage_schema();
   }
-  absl::Span<const Layout> placement_layouts() const override { return placements_; }
-  absl::Span<const Layout> adjacent_layouts() const override { return adjacent_; }
+  absl::Span<const Layout> placement_layouts() const override {
+    return placements_;
+  }
+  absl::Span<const Layout> adjacent_layouts() const override {
+    return adjacent_;
+  }
   absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
 
  private:
@@ -35,14 +41,16 @@ Layout L(const std::string& s) { return *ParseLayout(s); }
 
 absl::Status Check(const std::string& l0, const std::string& s0) {
   const BlockScaleRule rule(32);
-  return rule.Validate(Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
+  return rule.Validate(
+      Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
 }
 
 TEST(BlockScaleRuleTest, AcceptsOneScalePerAlignedBlock) {
   EXPECT_TRUE(Check("(4,(32,2)):(64,(1,32))", "(4,(32,2)):(1,(0,4))").ok());
   // Permuted modes and a broadcast mode of extent 32 are fine.
   EXPECT_TRUE(Check("((32,2),4):((1,32),64)", "((32,2),4):((0,4),1)").ok());
-  EXPECT_TRUE(Check("(32,4,(32,2)):(0,64,(1,32))", "(32,4,(32,2)):(0,1,(0,4))").ok());
+  EXPECT_TRUE(
+      Check("(32,4,(32,2)):(0,64,(1,32))", "(32,4,(32,2)):(0,1,(0,4))").ok());
 }
 
 TEST(BlockScaleRuleTest, RejectsAnythingElseNamingDtypeBlockAndS0) {
@@ -51,18 +59,21 @@ TEST(BlockScaleRuleTest, RejectsAnythingElseNamingDtypeBlockAndS0) {
   EXPECT_TRUE(IsValueError(cut));
   EXPECT_NE(cut.message().find("mxfp8_e4m3"), absl::string_view::npos) << cut;
   EXPECT_NE(cut.message().find("block of 32"), absl::string_view::npos) << cut;
-  EXPECT_NE(cut.message().find("(4,(16,2)):(1,(0,4))"), absl::string_view::npos);
+  EXPECT_NE(cut.message().find("(4,(16,2)):(1,(0,4))"),
+            absl::string_view::npos);
   // One scale per value: no stride-0 run.
   EXPECT_TRUE(IsValueError(Check("(4,64):(64,1)", "(4,64):(1,0)")));
   // Two blocked modes.
-  EXPECT_TRUE(IsValueError(
-      Check("((32,2),(32,2)):((1,32),(64,2048))", "((32,2),(32,2)):((0,1),(0,2))")));
+  EXPECT_TRUE(IsValueError(Check("((32,2),(32,2)):((1,32),(64,2048))",
+                                 "((32,2),(32,2)):((0,1),(0,2))")));
   // Two runs share a scale: (32,2):(0,0) coalesces to 64:0.
-  EXPECT_TRUE(IsValueError(Check("(4,(32,2)):(64,(1,32))", "(4,(32,2)):(1,(0,0))")));
+  EXPECT_TRUE(
+      IsValueError(Check("(4,(32,2)):(64,(1,32))", "(4,(32,2)):(1,(0,0))")));
 }
 
 TEST(BlockScaleRuleTest, BuiltInsCarryTheRule) {
-  for (const CompoundDType* d : {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
+  for (const CompoundDType* d :
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
     ASSERT_EQ(d->rules().size(), 1u) << d->name();
     const auto* rule = dynamic_cast<const BlockScaleRule*>(d->rules()[0].get());
     ASSERT_NE(rule, nullptr);

@@ -40,9 +40,9 @@ uint16_t FloatToHalf(float value) {
   const uint32_t u = FloatBits(value);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return sign | 0x7E00u;          // NaN (quiet).
-  if (a >= 0x477FF000u) return sign | 0x7C00u;         // Rounds to inf (>= 65520).
-  if (a < 0x38800000u) {                               // Below the smallest normal.
+  if (a > 0x7F800000u) return sign | 0x7E00u;   // NaN (quiet).
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // Rounds to inf (>= 65520).
+  if (a < 0x38800000u) {                        // Below the smallest normal.
     // Subnormal half: round(a_value * 2^24) to nearest even, exactly in float.
     const float scaled = BitsFloat(a) * 16777216.0f;  // * 2^24, exact.
     return sign | static_cast<uint16_t>(std::nearbyint(scaled));
@@ -53,7 +53,9 @@ uint16_t FloatToHalf(float value) {
   return sign | static_cast<uint16_t>(rounded >> 13);
 }
 
-float BFloat16ToFloat(uint16_t b) { return BitsFloat(static_cast<uint32_t>(b) << 16); }
+float BFloat16ToFloat(uint16_t b) {
+  return BitsFloat(static_cast<uint32_t>(b) << 16);
+}
 
 uint16_t FloatToBFloat16(float value) {
   const uint32_t u = FloatBits(value);
@@ -70,7 +72,8 @@ int MiniFloat::emax() const {
 
 double MiniFloat::Decode(uint32_t code) const {
   if (exponent_bits > 0 && mantissa_bits == 0 && !is_signed) {  // e8m0
-    if (has_nan && code == nan_code) return std::numeric_limits<double>::quiet_NaN();
+    if (has_nan && code == nan_code)
+      return std::numeric_limits<double>::quiet_NaN();
     return std::ldexp(1.0, static_cast<int>(code) - bias);
   }
   const int total = exponent_bits + mantissa_bits;
@@ -86,9 +89,11 @@ double MiniFloat::Decode(uint32_t code) const {
                        static_cast<int>(e) - bias);
   }
   if (value > max_finite) {
-    // Above the largest finite value: e5m2's inf (m == 0) and NaNs, e4m3fn's NaN.
-    value = m == 0 && exponent_bits == 5 ? std::numeric_limits<double>::infinity()
-                                         : std::numeric_limits<double>::quiet_NaN();
+    // Above the largest finite value: e5m2's inf (m == 0) and NaNs, e4m3fn's
+    // NaN.
+    value = m == 0 && exponent_bits == 5
+                ? std::numeric_limits<double>::infinity()
+                : std::numeric_limits<double>::quiet_NaN();
   }
   return negative ? -value : value;
 }
@@ -96,12 +101,13 @@ double MiniFloat::Decode(uint32_t code) const {
 uint32_t MiniFloat::EncodeSaturating(double value) const {
   const int total = exponent_bits + mantissa_bits;
   if (std::isnan(value)) return has_nan ? nan_code : 0;
-  if (exponent_bits > 0 && mantissa_bits == 0 && !is_signed) {  // e8m0: 2^k only.
+  if (exponent_bits > 0 && mantissa_bits == 0 &&
+      !is_signed) {  // e8m0: 2^k only.
     if (!(value > 0)) return 0;
     int k = std::ilogb(value);
     const double frac = value / std::ldexp(1.0, k);  // In [1, 2).
-    // Round in the log domain at the geometric midpoint sqrt(2): nearest power of two
-    // by ratio; ties cannot occur for representable inputs.
+    // Round in the log domain at the geometric midpoint sqrt(2): nearest power
+    // of two by ratio; ties cannot occur for representable inputs.
     if (frac > std::sqrt(2.0)) ++k;
     const int code = k + bias;
     if (code < 0) return 0;
@@ -118,16 +124,19 @@ uint32_t MiniFloat::EncodeSaturating(double value) const {
   int e = a == 0 ? emin : std::ilogb(a);
   if (e < emin) e = emin;
   const double quantum = std::ldexp(1.0, e - mantissa_bits);
-  double rounded = std::nearbyint(a / quantum) * quantum;  // Ties to even (default).
+  double rounded =
+      std::nearbyint(a / quantum) * quantum;  // Ties to even (default).
   if (rounded > max_finite) rounded = max_finite;
   if (rounded < std::ldexp(1.0, emin)) {
     magnitude_code = static_cast<uint32_t>(
         std::ldexp(rounded, mantissa_bits - emin));  // Subnormal (or zero).
   } else {
     const int re = std::ilogb(rounded);
-    const uint32_t mantissa = static_cast<uint32_t>(
-        std::ldexp(rounded, mantissa_bits - re) - std::ldexp(1.0, mantissa_bits));
-    magnitude_code = (static_cast<uint32_t>(re + bias) << mantissa_bits) | mantissa;
+    const uint32_t mantissa =
+        static_cast<uint32_t>(std::ldexp(rounded, mantissa_bits - re) -
+                              std::ldexp(1.0, mantissa_bits));
+    magnitude_code =
+        (static_cast<uint32_t>(re + bias) << mantissa_bits) | mantissa;
   }
   if (negative && is_signed && magnitude_code != 0) {
     magnitude_code |= 1u << total;

@@ -1,9 +1,10 @@
-// Encodings of the floating storage dtypes, in one place: IEEE half, bfloat16, and the
-// OCP 8-bit / 4-bit formats (float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float4_e2m1fn).
+// Encodings of the floating storage dtypes, in one place: IEEE half, bfloat16,
+// and the OCP 8-bit / 4-bit formats (float8_e4m3fn, float8_e5m2,
+// float8_e8m0fnu, float4_e2m1fn).
 //
-// Encoders round to nearest, ties to even; the narrow formats saturate to their largest
-// finite value (the OCP MX conversion with saturation). NaN encodes as the format's NaN,
-// or as +0 for a format without one (float4_e2m1fn).
+// Encoders round to nearest, ties to even; the narrow formats saturate to their
+// largest finite value (the OCP MX conversion with saturation). NaN encodes as
+// the format's NaN, or as +0 for a format without one (float4_e2m1fn).
 #ifndef STRATA_DTYPE_FLOAT_FORMATS_H_
 #define STRATA_DTYPE_FLOAT_FORMATS_H_
 

@@ -24,9 +24,11 @@ TEST(FloatFormatsTest, E4M3FNValues) {
   EXPECT_EQ(f.EncodeSaturating(-1e9), 0xFEu);
   EXPECT_EQ(f.EncodeSaturating(std::numeric_limits<double>::infinity()), 0x7Eu);
   EXPECT_EQ(f.EncodeSaturating(std::nan("")), 0x7Fu);
-  // 1.0625 lies halfway between 1.0 (mantissa 000) and 1.125 (001): ties to even.
+  // 1.0625 lies halfway between 1.0 (mantissa 000) and 1.125 (001): ties to
+  // even.
   EXPECT_EQ(f.EncodeSaturating(1.0625), 0x38u);
-  EXPECT_EQ(f.EncodeSaturating(1.1875), 0x3Au);  // Halfway 1.125/1.25 -> 1.25 (even).
+  EXPECT_EQ(f.EncodeSaturating(1.1875),
+            0x3Au);  // Halfway 1.125/1.25 -> 1.25 (even).
 }
 
 TEST(FloatFormatsTest, E2M1Values) {
@@ -38,7 +40,8 @@ TEST(FloatFormatsTest, E2M1Values) {
     EXPECT_EQ(f.EncodeSaturating(expected[c]), c);
   }
   EXPECT_EQ(f.emax(), 2);
-  EXPECT_EQ(f.EncodeSaturating(5.0), 6u) << "5 is halfway 4/6: ties to even (4)";
+  EXPECT_EQ(f.EncodeSaturating(5.0), 6u)
+      << "5 is halfway 4/6: ties to even (4)";
   EXPECT_EQ(f.EncodeSaturating(100.0), 7u);
   EXPECT_EQ(f.EncodeSaturating(0.25), 0u) << "halfway 0/0.5 -> 0";
   EXPECT_EQ(f.EncodeSaturating(0.75), 2u) << "halfway 0.5/1 -> 1";
@@ -57,14 +60,16 @@ TEST(FloatFormatsTest, E5M2AndE8M0) {
 
 TEST(FloatFormatsTest, EncodeIsNearestForEveryFormat) {
   std::mt19937_64 rng(3);
-  for (const MiniFloat* f : {&Float8E4M3FNFormat(), &Float8E5M2Format(),
-                             &Float4E2M1FNFormat()}) {
+  for (const MiniFloat* f :
+       {&Float8E4M3FNFormat(), &Float8E5M2Format(), &Float4E2M1FNFormat()}) {
     const int codes = 1 << (f->exponent_bits + f->mantissa_bits + 1);
     for (int n = 0; n < 20000; ++n) {
-      const double x = std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
-                                  std::uniform_int_distribution<int>(-12, 18)(rng));
+      const double x =
+          std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                     std::uniform_int_distribution<int>(-12, 18)(rng));
       const double got = f->Decode(f->EncodeSaturating(x));
-      const double clamped = std::max(-f->max_finite, std::min(f->max_finite, x));
+      const double clamped =
+          std::max(-f->max_finite, std::min(f->max_finite, x));
       for (int c = 0; c < codes; ++c) {
         const double v = f->Decode(c);
         if (std::isnan(v) || std::isinf(v)) continue;
@@ -85,7 +90,8 @@ TEST(FloatFormatsTest, HalfAndBFloat16RoundTrip) {
   EXPECT_EQ(FloatToHalf(65504.0f), 0x7BFF);
   EXPECT_EQ(FloatToHalf(1.0f + std::ldexp(1.0f, -11)), 0x3C00) << "tie to even";
   EXPECT_EQ(BFloat16ToFloat(0x3F80), 1.0f);
-  EXPECT_EQ(FloatToBFloat16(1.0f + std::ldexp(1.0f, -8)), 0x3F80) << "tie to even";
+  EXPECT_EQ(FloatToBFloat16(1.0f + std::ldexp(1.0f, -8)), 0x3F80)
+      << "tie to even";
   EXPECT_EQ(FloatToBFloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);
   EXPECT_TRUE(std::isnan(BFloat16ToFloat(FloatToBFloat16(std::nanf("")))));
 }

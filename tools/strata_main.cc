@@ -8,6 +8,7 @@
 //   answer line each strata layout --show LAYOUT     a rank-1 or rank-2 layout
 //   drawn as a table
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -25,6 +26,7 @@
 #include "layout/batch.h"
 #include "layout/layout.h"
 #include "layout/show.h"
+#include "ops/quantize.h"
 #include "proto/codec.h"
 #include "proto/examples.h"
 #include "views/views.h"
@@ -300,40 +302,54 @@ int Demo() {
   std::cout << "   The same placement at offset 4 is rejected:\n     "
             << FormatError(overfull.status()) << "\n\n";
 
-  // 2. A two-level block-scaled mxfp8_e4m3 Tensor: fp8 values + one e8m0 scale
-  // per 32
-  //    values of the last mode, linked by a stride-0 adjacent layout.
-  auto values = HostCarrier::Create(dtypes::Float8E4M3FN(), 4 * 64);
-  auto scales = HostCarrier::Create(dtypes::Float8E8M0FNU(), 4 * 2);
-  const Layout l0 = *ParseLayout("(4,(32,2)):(64,(1,32))");
-  const Layout l1 = *ParseLayout("(4,2):(2,1)");
-  const Layout s0 = *ParseLayout("(4,(32,2)):(1,(0,4))");
-  auto rep = Representation::Create(dtypes::MXFP8E4M3(),
-                                    {{dtypes::Float8E4M3FN(), *values, 0, l0},
-                                     {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
-                                    {s0});
-  if (!rep.ok()) {
-    std::cout << FormatError(rep.status()) << "\n";
+  // 2. Quantize a float32 (4,64) Tensor to mxfp8_e4m3: fp8 values + one e8m0
+  // scale
+  //    per 32 values of the last mode, linked by a stride-0 adjacent layout.
+  auto source_carrier = HostCarrier::Create(dtypes::Float32(), 4 * 64);
+  auto* source_values = static_cast<float*>((*source_carrier)->mutable_data());
+  for (int i = 0; i < 4 * 64; ++i) {
+    source_values[i] = std::ldexp(std::sin(0.37f * i), i / 32 - 2);
+  }
+  const Tensor source =
+      *Tensor::Create(*source_carrier, 0, *ParseLayout("(4,64):(64,1)"));
+  auto quantized = QuantizeBlockScaled(source, *dtypes::MXFP8E4M3(), 1);
+  if (!quantized.ok()) {
+    std::cout << FormatError(quantized.status()) << "\n";
     return 1;
   }
-  const Tensor mx = MakeTensor(*rep);
-  std::cout
-      << "2. Block-scaled Tensor: mxfp8_e4m3, logical shape (4,64)\n"
-      << "   level 0 (values, float8_e4m3fn): L_0 = " << l0.ToString() << "\n"
-      << "   level 1 (scales, float8_e8m0fnu): L_1 = " << l1.ToString() << "\n"
-      << "   adjacent S_0 = " << s0.ToString()
-      << "  (stride 0 across each block of 32: one scale per block)\n"
-      << "   validated: schema, carriers, placements, adjacent range -> OK\n"
-      << "   snapshot="
-      << SnapshotText(mx.Snapshot(), {values->get(), scales->get()}) << "\n";
-  auto wrong =
-      Representation::Create(dtypes::MXFP8E4M3(),
-                             {{dtypes::Float8E4M3FN(), *values, 0, l0},
-                              {dtypes::Float8E8M0FNU(), *scales, 0, l1}},
-                             {*ParseLayout("(4,(32,2)):(1,(0,5))")});
-  std::cout
-      << "   An adjacent layout that overshoots the scales is rejected:\n     "
-      << FormatError(wrong.status()) << "\n\n";
+  const Tensor& mx = *quantized;
+  const Representation& rep = mx.representation();
+  const auto* scale_codes =
+      static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());
+  std::vector<std::string> scale_text;
+  for (int i = 0; i < 8; ++i) {
+    scale_text.push_back(
+        absl::StrCat("2^", static_cast<int>(scale_codes[i]) - 127));
+  }
+  std::cout << "2. Block-scaled Tensor: QuantizeBlockScaled(float32 (4,64), "
+               "mxfp8_e4m3, "
+               "blocked mode 1)\n"
+            << "   level 0 (values, float8_e4m3fn):  L_0 = "
+            << rep.subtensor(0).placement.ToString() << "\n"
+            << "   level 1 (scales, float8_e8m0fnu): L_1 = "
+            << rep.subtensor(1).placement.ToString() << "\n"
+            << "   adjacent S_0 = " << rep.adjacent_layouts()[0].ToString()
+            << "  (stride 0 across each block of 32: one scale per block)\n"
+            << "   scales (row-major): " << absl::StrJoin(scale_text, " ")
+            << "\n"
+            << "   validated: schema, carriers, placements, adjacent range, "
+               "block rule -> OK\n"
+            << "   snapshot="
+            << SnapshotText(mx.Snapshot(), {rep.subtensor(0).carrier.get(),
+                                            rep.subtensor(1).carrier.get()})
+            << "\n";
+  auto transposed = Permute(mx, {1, 0});
+  std::cout << "   permute (1,0) moves the scales with the values: S_0 = "
+            << transposed->representation().adjacent_layouts()[0].ToString()
+            << "\n";
+  auto cut = Slice(mx, 1, 0, 16);
+  std::cout << "   a slice that cuts a block is rejected:\n     "
+            << FormatError(cut.status()) << "\n\n";
 
   // 3. Dump both as protobuf text, replay them, and validate the replay.
   std::cout << "3. Dump -> replay -> dump\n";

@@ -1,0 +1,27 @@
+// The spec's rule for operations: everything but the eight pure layout views
+// needs a one-subtensor Tensor, and says so before any allocation, mutation or
+// kernel.
+#ifndef STRATA_OPS_REQUIRE_H_
+#define STRATA_OPS_REQUIRE_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "core/errors.h"
+#include "core/tensor.h"
+
+namespace strata {
+
+// OneSubtensorRequired error naming the op, the level count and the dtype, else
+// OK.
+inline absl::Status RequireOneSubtensor(const Tensor& tensor,
+                                        absl::string_view op) {
+  if (tensor.num_subtensors() == 1) return absl::OkStatus();
+  return OneSubtensorRequiredError(absl::StrCat(
+      op, " requires a one-subtensor Tensor; got ", tensor.num_subtensors(),
+      " subtensors (logical dtype ", tensor.dtype().name(), ")"));
+}
+
+}  // namespace strata
+
+#endif  // STRATA_OPS_REQUIRE_H_

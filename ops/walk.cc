@@ -1,0 +1,30 @@
+#include "ops/walk.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace strata {
+
+std::vector<Layout> LogicalModes(const Layout& layout) {
+  if (layout.shape().is_leaf()) return {layout};
+  std::vector<Layout> modes;
+  for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
+  return modes;
+}
+
+std::vector<int64_t> RowMajorOffsets(const std::vector<Layout>& modes,
+                                     int begin, int end) {
+  std::vector<int64_t> offsets = {0};
+  for (int j = begin; j < end; ++j) {
+    const Layout& mode = modes[j];
+    std::vector<int64_t> next;
+    next.reserve(offsets.size() * mode.size());
+    for (int64_t base : offsets) {
+      for (int64_t c = 0; c < mode.size(); ++c) next.push_back(base + mode(c));
+    }
+    offsets.swap(next);
+  }
+  return offsets;
+}
+
+}  // namespace strata
