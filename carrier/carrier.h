@@ -85,17 +85,25 @@ class HostCarrier final : public Carrier {
 
   ~HostCarrier() override;
   absl::string_view class_name() const override { return "host"; }
+  // How many HostCarriers this process has created: lets tests prove that a failed
+  // operation allocated nothing.
+  static int64_t created();
   int64_t size_in_bytes() const { return bytes_; }
 
  private:
+  static constexpr int64_t kHugePage = int64_t{1} << 21;
   HostCarrier(const DType* dtype, int64_t size, uint64_t version, void* data,
-              int64_t bytes)
-      : Carrier(dtype, size, version), data_(data), bytes_(bytes) {}
+              int64_t bytes, int64_t mapped_bytes)
+      : Carrier(dtype, size, version),
+        data_(data),
+        bytes_(bytes),
+        mapped_bytes_(mapped_bytes) {}
   void ReleaseStorage() override;
   void* raw_data() const override { return data_; }
 
   void* data_;
   int64_t bytes_;
+  int64_t mapped_bytes_;  // > 0 when data_ was mmap'ed (NOTE [ Large host carriers ]).
 };
 
 // Borrowed host memory plus a deleter that runs exactly once: at Release() or

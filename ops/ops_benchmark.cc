@@ -1,0 +1,88 @@
+// bazel run --config=opt //ops:ops_benchmark
+// Single-threaded kernels next to memcpy of the same bytes in the same run. Bytes count
+// reads plus writes (memcpy of N bytes moves 2N).
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "carrier/carrier.h"
+#include "dtype/registry.h"
+#include "ops/ops.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kN = 4096;
+constexpr int64_t kBytes = kN * kN * 4;
+
+Tensor Matrix(float seed) {
+  Tensor t = *Zeros(*dtypes::Float32(), {kN, kN});
+  auto* f = static_cast<float*>(t.carrier()->mutable_data());
+  for (int64_t i = 0; i < kN * kN; ++i) f[i] = seed + static_cast<float>(i % 1000);
+  return t;
+}
+
+void BM_Memcpy64MiB(benchmark::State& state) {
+  std::vector<char> a(kBytes, 1), b(kBytes);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), kBytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+}
+BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
+
+void BM_ContiguousTransposed(benchmark::State& state) {
+  const Tensor t = *Permute(Matrix(1), {1, 0});
+  for (auto _ : state) benchmark::DoNotOptimize(Contiguous(t));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+}
+BENCHMARK(BM_ContiguousTransposed)->Unit(benchmark::kMillisecond);
+
+void BM_CopyFromTransposedIntoExisting(benchmark::State& state) {
+  const Tensor t = *Permute(Matrix(1), {1, 0});
+  const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(CopyFrom(out, t));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+}
+BENCHMARK(BM_CopyFromTransposedIntoExisting)->Unit(benchmark::kMillisecond);
+
+void BM_AddOutCompact(benchmark::State& state) {
+  const Tensor a = Matrix(1), b = Matrix(2);
+  const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(AddOut(a, b, out));
+  state.SetBytesProcessed(state.iterations() * 3 * kBytes);
+}
+BENCHMARK(BM_AddOutCompact)->Unit(benchmark::kMillisecond);
+
+void BM_AddAllocating(benchmark::State& state) {
+  const Tensor a = Matrix(1), b = Matrix(2);
+  for (auto _ : state) benchmark::DoNotOptimize(Add(a, b));
+  state.SetBytesProcessed(state.iterations() * 3 * kBytes);
+}
+BENCHMARK(BM_AddAllocating)->Unit(benchmark::kMillisecond);
+
+void BM_Scatter1MInto4M(benchmark::State& state) {
+  const Tensor dst = *Zeros(*dtypes::Float32(), {1 << 22});
+  const Tensor src = *Zeros(*dtypes::Float32(), {1 << 20});
+  const Tensor index = *Zeros(*dtypes::Int64(), {1 << 20});
+  std::mt19937_64 rng(1);
+  auto* idx = static_cast<int64_t*>(index.carrier()->mutable_data());
+  for (int64_t i = 0; i < (1 << 20); ++i) idx[i] = rng() % (1 << 22);
+  for (auto _ : state) benchmark::DoNotOptimize(Scatter(dst, 0, index, src));
+  state.SetItemsProcessed(state.iterations() * (1 << 20));
+}
+BENCHMARK(BM_Scatter1MInto4M)->Unit(benchmark::kMillisecond);
+
+void BM_GetItemRank2(benchmark::State& state) {
+  const Tensor t = *Zeros(*dtypes::Float32(), {64, 64});
+  const IntTuple c = IntTuple::Tuple({17, 33});
+  for (auto _ : state) benchmark::DoNotOptimize(GetItem(t, c));
+}
+BENCHMARK(BM_GetItemRank2);
+
+}  // namespace
+}  // namespace strata

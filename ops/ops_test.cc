@@ -1,0 +1,344 @@
+#include "ops/ops.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "dtype/registry.h"
+#include "gtest/gtest.h"
+#include "layout/random_layouts.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+Layout L(const std::string& s) { return *ParseLayout(s); }
+
+// A float32 Tensor whose logical element k (row-major) holds value(k).
+Tensor Iota(const std::string& layout, double scale = 1.0, int64_t offset = 0,
+            const SimpleDType* dtype = dtypes::Float32()) {
+  const Layout l = L(layout);
+  auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
+  Tensor t = *Tensor::Create(carrier, offset, l);
+  const std::vector<int64_t> shape = LogicalShape(t);
+  std::vector<int64_t> c(shape.size(), 0);
+  for (int64_t k = 0; k < t.size(); ++k) {
+    int64_t rest = k;
+    for (size_t j = shape.size(); j-- > 0;) {
+      c[j] = rest % shape[j];
+      rest /= shape[j];
+    }
+    EXPECT_TRUE(SetItem(t, IntTuple::Flat(c), Scalar::Float(scale * k)).ok());
+  }
+  return t;
+}
+
+double At(const Tensor& t, std::vector<int64_t> c) {
+  auto v = GetItem(t, c.size() == 1 && t.layout().shape().is_leaf() ? IntTuple(c[0])
+                                                                    : IntTuple::Flat(c));
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? v->as_double() : NAN;
+}
+
+TEST(OpsTest, GetAndSetItem) {
+  Tensor t = Iota("(3,4):(4,1)");
+  EXPECT_EQ(At(t, {2, 1}), 9);
+  EXPECT_TRUE(IsValueError(GetItem(t, 9).status())) << "rank 2 needs two components";
+  EXPECT_EQ(GetItem(Iota("((2,3)):((1,2))"), IntTuple::Tuple({4}))->as_double(), 4);
+  const uint64_t v = t.carrier()->version();
+  ASSERT_TRUE(SetItem(t, IntTuple::Tuple({1, 1}), Scalar::Float(-2.5)).ok());
+  EXPECT_EQ(t.carrier()->version(), v + 1);
+  EXPECT_EQ(At(t, {1, 1}), -2.5);
+  EXPECT_TRUE(IsValueError(GetItem(t, IntTuple::Tuple({3, 0})).status()));
+  EXPECT_TRUE(IsValueError(GetItem(t, IntTuple::Tuple({0, 0, 0})).status()));
+  EXPECT_TRUE(IsValueError(GetItem(Iota("5:1"), 5).status()));
+  EXPECT_TRUE(IsValueError(SetItem(t, IntTuple::Tuple({0, 4}), Scalar::Int(1))));
+  EXPECT_EQ(t.carrier()->version(), v + 1) << "a failed SetItem bumps nothing";
+  Tensor b = Iota("4:1", 1.0, 0, dtypes::Bool());
+  EXPECT_TRUE(GetItem(b, 0)->is_bool());
+  Tensor i = Iota("4:1", 1.0, 0, dtypes::Int16());
+  EXPECT_EQ(GetItem(i, 3)->as_int(), 3);
+}
+
+TEST(OpsTest, FillBumpsTheVersionOnceAndRefusesBroadcastViews) {
+  Tensor t = Iota("(3,4):(4,1)");
+  const uint64_t v = t.carrier()->version();
+  ASSERT_TRUE(Fill(t, Scalar::Float(7)).ok());
+  EXPECT_EQ(t.carrier()->version(), v + 1);
+  EXPECT_EQ(At(t, {2, 3}), 7);
+  auto b = BroadcastTo(*Slice(t, 0, 0, 1), IntTuple::Tuple({3, 4}));
+  ASSERT_TRUE(b.ok());
+  absl::Status s = Fill(*b, Scalar::Float(1));
+  EXPECT_TRUE(IsValueError(s));
+  EXPECT_NE(s.message().find("maps several coordinates to one carrier value"),
+            absl::string_view::npos);
+  EXPECT_EQ(t.carrier()->version(), v + 1);
+}
+
+TEST(OpsTest, CopyFromBroadcastsAndConverts) {
+  Tensor dst = Iota("(2,3):(3,1)", 0, 0, dtypes::Int32());
+  Tensor row = Iota("3:1", 1.5);  // 0, 1.5, 3.0 as float32.
+  const uint64_t v = dst.carrier()->version();
+  ASSERT_TRUE(CopyFrom(dst, row).ok());
+  EXPECT_EQ(dst.carrier()->version(), v + 1);
+  EXPECT_EQ(At(dst, {1, 1}), 1) << "1.5 truncates to 1";
+  EXPECT_EQ(At(dst, {0, 2}), 3);
+  EXPECT_TRUE(IsValueError(CopyFrom(dst, Iota("4:1"))));
+}
+
+TEST(OpsTest, CopyFromTransposesThroughTiles) {
+  Tensor src = Iota("(70,90):(90,1)");
+  auto t = Permute(src, {1, 0});  // (90,70) column-major view.
+  ASSERT_TRUE(t.ok());
+  auto dst = Zeros(*dtypes::Float32(), {90, 70});
+  ASSERT_TRUE(dst.ok());
+  ASSERT_TRUE(CopyFrom(*dst, *t).ok());
+  for (int64_t i = 0; i < 90; i += 7) {
+    for (int64_t j = 0; j < 70; j += 3) EXPECT_EQ(At(*dst, {i, j}), j * 90 + i);
+  }
+}
+
+TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {
+  Tensor t = Iota("8:1");
+  // t[1:8] = t[0:7], like a memmove.
+  ASSERT_TRUE(CopyFrom(*Slice(t, 0, 1, 8), *Slice(t, 0, 0, 7)).ok());
+  for (int64_t i = 1; i < 8; ++i) EXPECT_EQ(At(t, {i}), i - 1);
+}
+
+TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
+  Tensor a = Iota("(2,3):(3,1)");                          // float32
+  Tensor b = Iota("3:1", 1.0, 0, dtypes::Int64());         // int64
+  auto sum = Add(a, b);
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(&sum->dtype(), dtypes::Float32());
+  EXPECT_EQ(LogicalShape(*sum), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(At(*sum, {1, 2}), 5 + 2);
+  EXPECT_EQ(At(*Sub(a, b), {1, 2}), 3);
+  EXPECT_EQ(At(*Mul(a, b), {1, 2}), 10);
+  auto q = Div(Iota("3:1", 1.0, 0, dtypes::Int32()), Iota("3:1", 2.0, 0, dtypes::Int32()));
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(&q->dtype(), dtypes::Float32()) << "integer division is true division";
+  EXPECT_EQ(At(*q, {1}), 0.5);
+  EXPECT_TRUE(std::isnan(At(*q, {0})));
+  EXPECT_EQ(At(*Neg(a), {1, 0}), -3);
+  EXPECT_TRUE(IsValueError(Add(a, Iota("4:1")).status()));
+}
+
+TEST(OpsTest, PromotionTable) {
+  auto P = [](const SimpleDType* a, const SimpleDType* b, BinaryOp op = BinaryOp::kAdd) {
+    auto r = PromoteTypes(*a, *b, op);
+    return r.ok() ? (*r)->name() : std::string("error");
+  };
+  using namespace dtypes;
+  EXPECT_EQ(P(Bool(), Bool()), "bool");
+  EXPECT_EQ(P(Bool(), Int8()), "int8");
+  EXPECT_EQ(P(UInt8(), Int8()), "int16");
+  EXPECT_EQ(P(UInt8(), Int32()), "int32");
+  EXPECT_EQ(P(Int16(), Int64()), "int64");
+  EXPECT_EQ(P(Int64(), Float16()), "float16");
+  EXPECT_EQ(P(Float16(), BFloat16()), "float32");
+  EXPECT_EQ(P(BFloat16(), Float64()), "float64");
+  EXPECT_EQ(P(Int8(), Int8(), BinaryOp::kDiv), "float32");
+  EXPECT_EQ(P(Float8E4M3FN(), Float32()), "error");
+  EXPECT_EQ(P(Bool(), Bool(), BinaryOp::kSub), "error");
+  auto fp8 = PromoteTypes(*Float8E4M3FN(), *Float32(), BinaryOp::kAdd);
+  EXPECT_TRUE(IsTypeError(fp8.status()));
+  EXPECT_NE(fp8.status().message().find("not an arithmetic type"), absl::string_view::npos);
+}
+
+TEST(OpsTest, IntegerArithmeticWrapsAndHalfFloatsRound) {
+  Tensor a = Iota("2:1", 100.0, 0, dtypes::Int8());  // 0, 100
+  auto s = Add(a, a);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(GetItem(*s, 1)->as_int(), -56) << "200 wraps in int8";
+  Tensor h = Iota("3:1", 0.1, 0, dtypes::Float16());
+  auto hh = Mul(h, h);
+  ASSERT_TRUE(hh.ok());
+  EXPECT_EQ(&hh->dtype(), dtypes::Float16());
+  EXPECT_NEAR(GetItem(*hh, 2)->as_double(), 0.04, 1e-4);
+}
+
+TEST(OpsTest, OutFormsInPlaceAndOverlap) {
+  Tensor a = Iota("(4,4):(4,1)");
+  Tensor b = Iota("4:1");
+  const uint64_t v = a.carrier()->version();
+  ASSERT_TRUE(AddOut(a, b, a).ok()) << "in place";
+  EXPECT_EQ(a.carrier()->version(), v + 1);
+  EXPECT_EQ(At(a, {3, 3}), 15 + 3);
+  auto shifted = AsStrided(a, L("(4,4):(4,1)"), 0);
+  ASSERT_TRUE(shifted.ok());
+  auto partial = Slice(a, 0, 1, 4);
+  ASSERT_TRUE(partial.ok());
+  absl::Status overlap = AddOut(*Slice(a, 0, 0, 3), *partial, *Slice(a, 0, 0, 3));
+  EXPECT_TRUE(IsValueError(overlap)) << overlap;
+  auto out = Zeros(*dtypes::Float64(), {4, 4});
+  ASSERT_TRUE(MulOut(a, b, *out).ok());
+  EXPECT_EQ(At(*out, {3, 3}), 18 * 3);
+  EXPECT_TRUE(IsValueError(AddOut(a, b, *Zeros(*dtypes::Float32(), {4}))));
+  EXPECT_TRUE(NegOut(b, b).ok());
+  EXPECT_EQ(At(b, {3}), -3);
+}
+
+TEST(OpsTest, SumAllAndAlongModes) {
+  Tensor t = Iota("(2,3,4):(12,4,1)");
+  auto all = Sum(t);
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->size(), 1);
+  EXPECT_EQ(GetItem(*all, IntTuple::Tuple({}))->as_double(), 23 * 24 / 2);
+  auto rows = Sum(t, {1});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(LogicalShape(*rows), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(At(*rows, {1, 2}), (12 + 2) + (16 + 2) + (20 + 2));
+  auto permuted = Sum(*Permute(t, {2, 0, 1}), {0, 2});
+  ASSERT_TRUE(permuted.ok());
+  EXPECT_EQ(At(*permuted, {1}), (12 + 23) * 12 / 2);  // Sum of t[1,:,:].
+  auto ints = Sum(Iota("4:1", 1.0, 0, dtypes::Int8()));
+  EXPECT_EQ(&ints->dtype(), dtypes::Int64());
+  EXPECT_TRUE(IsValueError(Sum(t, {3}).status()));
+  EXPECT_TRUE(IsValueError(Sum(t, {1, 1}).status()));
+}
+
+TEST(OpsTest, ContiguousCloneCast) {
+  Tensor t = Iota("(3,4):(4,1)");
+  auto same = Contiguous(t);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->shared_representation(), t.shared_representation());
+  auto transposed = Contiguous(*Permute(t, {1, 0}));
+  ASSERT_TRUE(transposed.ok());
+  EXPECT_TRUE(IsCompactRowMajor(*transposed));
+  EXPECT_EQ(At(*transposed, {3, 2}), 11);
+  auto clone = Clone(t);
+  ASSERT_TRUE(clone.ok());
+  EXPECT_NE(clone->carrier(), t.carrier());
+  auto fp8 = Cast(Iota("4:1", 0.3), *dtypes::Float8E4M3FN());
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_EQ(GetItem(*fp8, 3)->as_double(), 0.875) << "0.9 rounds to e4m3's 0.875";
+  auto i = Cast(Iota("3:1", -0.75), *dtypes::Int32());
+  EXPECT_EQ(GetItem(*i, 2)->as_int(), -1) << "-1.5 truncates toward zero";
+}
+
+TEST(OpsTest, ScatterFollowsPyTorch) {
+  auto dst = Zeros(*dtypes::Float32(), {3, 5});
+  ASSERT_TRUE(dst.ok());
+  Tensor src = Iota("(2,5):(5,1)", 1.0);
+  auto index = Zeros(*dtypes::Int64(), {2, 3});
+  const int64_t idx[2][3] = {{0, 1, 2}, {2, 0, 1}};
+  for (int64_t i = 0; i < 2; ++i) {
+    for (int64_t j = 0; j < 3; ++j) {
+      ASSERT_TRUE(SetItem(*index, IntTuple::Tuple({i, j}), Scalar::Int(idx[i][j])).ok());
+    }
+  }
+  const uint64_t v = dst->carrier()->version();
+  ASSERT_TRUE(Scatter(*dst, 0, *index, src).ok());
+  EXPECT_EQ(dst->carrier()->version(), v + 1);
+  // dst[index[i][j]][j] = src[i][j].
+  EXPECT_EQ(At(*dst, {0, 0}), 0);
+  EXPECT_EQ(At(*dst, {2, 0}), 5);
+  EXPECT_EQ(At(*dst, {0, 1}), 6);
+  EXPECT_EQ(At(*dst, {1, 1}), 1);
+  EXPECT_EQ(At(*dst, {1, 2}), 7);
+  EXPECT_EQ(At(*dst, {2, 2}), 2);
+  EXPECT_EQ(At(*dst, {0, 4}), 0);
+  // An out-of-range index anywhere: nothing is written.
+  ASSERT_TRUE(SetItem(*index, IntTuple::Tuple({1, 2}), Scalar::Int(3)).ok());
+  ASSERT_TRUE(Fill(*dst, Scalar::Float(-1)).ok());
+  const uint64_t w = dst->carrier()->version();
+  absl::Status s = Scatter(*dst, 0, *index, src);
+  EXPECT_TRUE(IsValueError(s));
+  EXPECT_NE(s.message().find("index value 3 at row-major position 5"),
+            absl::string_view::npos)
+      << s;
+  EXPECT_EQ(dst->carrier()->version(), w);
+  EXPECT_EQ(At(*dst, {0, 0}), -1);
+  EXPECT_TRUE(IsTypeError(Scatter(*dst, 0, src, src)));
+  EXPECT_TRUE(IsValueError(Scatter(*dst, 2, *index, src)));
+}
+
+TEST(OpsTest, StorageTypesAreNotArithmetic) {
+  auto fp8 = Cast(Iota("4:1"), *dtypes::Float8E4M3FN());
+  ASSERT_TRUE(fp8.ok());
+  EXPECT_TRUE(IsTypeError(Add(*fp8, *fp8).status()));
+  EXPECT_TRUE(IsTypeError(Neg(*fp8).status()));
+  EXPECT_TRUE(IsTypeError(Sum(*fp8).status()));
+}
+
+// Every operation rejects a multi-subtensor Tensor before any effect.
+TEST(OpsTest, MultiSubtensorTensorsAreRejectedBeforeEffects) {
+  auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), 64);
+  auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), 2);
+  const Tensor mx = MakeTensor(*Representation::Create(
+      dtypes::MXFP8E4M3(),
+      {{dtypes::Float8E4M3FN(), values, 0, L("(2,32):(32,1)")},
+       {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
+      {L("(2,32):(1,0)")}));
+  Tensor plain = Iota("(2,32):(32,1)");
+  const int64_t carriers_before = HostCarrier::created();
+  const uint64_t plain_version = plain.carrier()->version();
+  std::vector<std::pair<std::string, absl::Status>> results = {
+      {"GetItem", GetItem(mx, 0).status()},
+      {"SetItem", SetItem(mx, 0, Scalar::Int(1))},
+      {"Fill", Fill(mx, Scalar::Int(1))},
+      {"CopyFrom dst", CopyFrom(mx, plain)},
+      {"CopyFrom src", CopyFrom(plain, mx)},
+      {"Add", Add(mx, plain).status()},
+      {"Sub", Sub(plain, mx).status()},
+      {"Mul", Mul(mx, mx).status()},
+      {"Div", Div(mx, plain).status()},
+      {"Neg", Neg(mx).status()},
+      {"AddOut", AddOut(plain, plain, mx)},
+      {"Sum", Sum(mx).status()},
+      {"Contiguous", Contiguous(mx).status()},
+      {"Clone", Clone(mx).status()},
+      {"Cast", Cast(mx, *dtypes::Float32()).status()},
+      {"Scatter", Scatter(mx, 0, plain, plain)},
+  };
+  for (const auto& [name, status] : results) {
+    EXPECT_TRUE(IsOneSubtensorRequired(status)) << name << ": " << status;
+    EXPECT_NE(status.message().find("requires a one-subtensor Tensor; got 2 subtensors"),
+              absl::string_view::npos)
+        << name;
+  }
+  EXPECT_EQ(HostCarrier::created(), carriers_before) << "nothing was allocated";
+  EXPECT_EQ(values->version(), 0u);
+  EXPECT_EQ(scales->version(), 0u);
+  EXPECT_EQ(plain.carrier()->version(), plain_version);
+}
+
+TEST(OpsProperties, AddMatchesANaiveLoopOverRandomLayouts) {
+  testing::RandomLayouts gen(31);
+  for (int n = 0; n < 200; ++n) {
+    const Layout la = gen.Injective(4, 4, 2);
+    auto ca = *HostCarrier::Create(dtypes::Float64(), la.cosize());
+    Tensor a = *Tensor::Create(ca, 0, la);
+    auto* data = static_cast<double*>(ca->mutable_data());
+    for (int64_t i = 0; i < la.cosize(); ++i) data[i] = gen.Uniform(-50, 50);
+    // b: a permutation of a's modes, so shapes differ but broadcast is not needed.
+    std::vector<int64_t> shape = LogicalShape(a);
+    auto b = Contiguous(*Permute(a, [&] {
+      std::vector<int64_t> id(shape.size());
+      for (size_t i = 0; i < id.size(); ++i) id[i] = i;
+      return id;
+    }()));
+    ASSERT_TRUE(b.ok());
+    auto sum = Add(a, *b);
+    ASSERT_TRUE(sum.ok()) << sum.status();
+    for (int64_t k = 0; k < a.size(); ++k) {
+      std::vector<int64_t> c(shape.size());
+      int64_t rest = k;
+      for (size_t j = shape.size(); j-- > 0;) {
+        c[j] = rest % shape[j];
+        rest /= shape[j];
+      }
+      ASSERT_EQ(At(*sum, c), 2 * At(a, c)) << la.ToString();
+    }
+  }
+}
+
+}  // namespace
+}  // namespace strata
