@@ -1,11 +1,11 @@
 #include "carrier/carrier.h"
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstring>
 #include <memory>
 #include <new>
-
-#include <sys/mman.h>
 
 #include "absl/strings/str_cat.h"
 #include "core/errors.h"
@@ -59,10 +59,11 @@ absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
   void* data = nullptr;
   bool mapped = false;
   if (allocated >= kHugePage) {
-    // NOTE [ Large host carriers ]: map large buffers directly, 2 MiB aligned, and ask
-    // for transparent huge pages: the kernel hands out zeroed memory (no memset), and a
-    // first touch faults once per 2 MiB instead of once per 4 KiB (measured here: 64 MiB
-    // first touch 230 ms with 4 KiB pages, 35 ms with huge pages).
+    // NOTE [ Large host carriers ]: map large buffers directly, 2 MiB aligned,
+    // and ask for transparent huge pages: the kernel hands out zeroed memory
+    // (no memset), and a first touch faults once per 2 MiB instead of once per
+    // 4 KiB (measured here: 64 MiB first touch 230 ms with 4 KiB pages, 35 ms
+    // with huge pages).
     allocated = (allocated + kHugePage - 1) / kHugePage * kHugePage;
     void* raw = mmap(nullptr, allocated + kHugePage, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -70,7 +71,8 @@ absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
       const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
       const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
       if (aligned > start) munmap(raw, aligned - start);
-      const uintptr_t tail = start + allocated + kHugePage - (aligned + allocated);
+      const uintptr_t tail =
+          start + allocated + kHugePage - (aligned + allocated);
       if (tail > 0) munmap(reinterpret_cast<void*>(aligned + allocated), tail);
       data = reinterpret_cast<void*>(aligned);
       madvise(data, allocated, MADV_HUGEPAGE);

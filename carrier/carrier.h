@@ -85,8 +85,8 @@ class HostCarrier final : public Carrier {
 
   ~HostCarrier() override;
   absl::string_view class_name() const override { return "host"; }
-  // How many HostCarriers this process has created: lets tests prove that a failed
-  // operation allocated nothing.
+  // How many HostCarriers this process has created: lets tests prove that a
+  // failed operation allocated nothing.
   static int64_t created();
   int64_t size_in_bytes() const { return bytes_; }
 
@@ -103,7 +103,8 @@ class HostCarrier final : public Carrier {
 
   void* data_;
   int64_t bytes_;
-  int64_t mapped_bytes_;  // > 0 when data_ was mmap'ed (NOTE [ Large host carriers ]).
+  int64_t mapped_bytes_;  // > 0 when data_ was mmap'ed (NOTE [ Large host
+                          // carriers ]).
 };
 
 // Borrowed host memory plus a deleter that runs exactly once: at Release() or

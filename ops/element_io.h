@@ -1,7 +1,8 @@
-// Typed loads and stores of single values of any simple dtype, as double or int64.
-// Conversions: floats to integers truncate toward zero and saturate (NaN -> 0); to bool,
-// non-zero is true; to the narrow floating formats, round to nearest even and saturate
-// (dtype/float_formats.h). Sub-byte values go through dtype/packing.h.
+// Typed loads and stores of single values of any simple dtype, as double or
+// int64. Conversions: floats to integers truncate toward zero and saturate (NaN
+// -> 0); to bool, non-zero is true; to the narrow floating formats, round to
+// nearest even and saturate (dtype/float_formats.h). Sub-byte values go through
+// dtype/packing.h.
 #ifndef STRATA_OPS_ELEMENT_IO_H_
 #define STRATA_OPS_ELEMENT_IO_H_
 
@@ -12,12 +13,16 @@
 namespace strata {
 
 // Whether values of `dtype` are read as integers (bool and integer dtypes).
-inline bool IsIntegral(const SimpleDType& dtype) { return !dtype.is_floating(); }
+inline bool IsIntegral(const SimpleDType& dtype) {
+  return !dtype.is_floating();
+}
 
 double LoadDouble(const SimpleDType& dtype, const void* base, int64_t index);
 int64_t LoadInt(const SimpleDType& dtype, const void* base, int64_t index);
-void StoreDouble(const SimpleDType& dtype, void* base, int64_t index, double value);
-void StoreInt(const SimpleDType& dtype, void* base, int64_t index, int64_t value);
+void StoreDouble(const SimpleDType& dtype, void* base, int64_t index,
+                 double value);
+void StoreInt(const SimpleDType& dtype, void* base, int64_t index,
+              int64_t value);
 
 }  // namespace strata
 

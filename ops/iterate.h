@@ -1,10 +1,12 @@
-// The element iteration engine of the kernels: walks a logical (row-major) index space
-// once, giving each operand's carrier index, with no per-element crd2idx.
+// The element iteration engine of the kernels: walks a logical (row-major)
+// index space once, giving each operand's carrier index, with no per-element
+// crd2idx.
 //
-// Each operand's top-level mode is either one stride after coalescing (the common case,
-// including broadcast modes of stride 0) or an offset table. Adjacent modes merge when
-// every operand's strides allow, so a compact Tensor is one loop; the innermost loop is
-// a plain strided loop the compiler vectorizes when every stride is 1.
+// Each operand's top-level mode is either one stride after coalescing (the
+// common case, including broadcast modes of stride 0) or an offset table.
+// Adjacent modes merge when every operand's strides allow, so a compact Tensor
+// is one loop; the innermost loop is a plain strided loop the compiler
+// vectorizes when every stride is 1.
 #ifndef STRATA_OPS_ITERATE_H_
 #define STRATA_OPS_ITERATE_H_
 
@@ -17,33 +19,35 @@
 namespace strata {
 
 struct ModeAccess {
-  int64_t stride = 0;            // When table is empty.
-  std::vector<int64_t> table;    // Else: offset of each coordinate.
+  int64_t stride = 0;          // When table is empty.
+  std::vector<int64_t> table;  // Else: offset of each coordinate.
   bool strided() const { return table.empty(); }
   int64_t at(int64_t c) const { return table.empty() ? c * stride : table[c]; }
 };
 
-// The access of layout mode `mode` for coordinates [0, extent): a broadcast (stride 0)
-// when `broadcast`, else the mode's own offsets.
+// The access of layout mode `mode` for coordinates [0, extent): a broadcast
+// (stride 0) when `broadcast`, else the mode's own offsets.
 ModeAccess MakeModeAccess(const Layout& mode, bool broadcast);
 
-// Access of each top-level mode of `layout` aligned to `extents` (trailing alignment, as
-// NumPy broadcasting): missing or extent-1 modes broadcast. Precondition: the shapes
-// broadcast (checked by the caller), or `prefix` allows operand modes longer than the
-// iteration extents (their first coordinates are used).
+// Access of each top-level mode of `layout` aligned to `extents` (trailing
+// alignment, as NumPy broadcasting): missing or extent-1 modes broadcast.
+// Precondition: the shapes broadcast (checked by the caller), or `prefix`
+// allows operand modes longer than the iteration extents (their first
+// coordinates are used).
 std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix = false);
 
 template <int N>
 struct IterationSpace {
-  std::vector<int64_t> extents;                          // Outermost first.
-  std::vector<std::array<const ModeAccess*, N>> access;  // Per dim, per operand.
-  std::vector<std::array<ModeAccess, N>> merged;         // Storage for merged dims.
+  std::vector<int64_t> extents;  // Outermost first.
+  std::vector<std::array<const ModeAccess*, N>>
+      access;                                     // Per dim, per operand.
+  std::vector<std::array<ModeAccess, N>> merged;  // Storage for merged dims.
 };
 
-// Calls f(std::array<int64_t, N> index) for every element in row-major order, where
-// index[k] = bases[k] + sum over modes of operand k's offset.
+// Calls f(std::array<int64_t, N> index) for every element in row-major order,
+// where index[k] = bases[k] + sum over modes of operand k's offset.
 template <int N, typename F>
 void ForEachIndex(const std::vector<int64_t>& extents,
                   const std::array<std::vector<ModeAccess>, N>& operands,
@@ -51,7 +55,8 @@ void ForEachIndex(const std::vector<int64_t>& extents,
   for (int64_t e : extents) {
     if (e == 0) return;
   }
-  // Merge strided neighbours (outer p into inner p+1) where every operand allows.
+  // Merge strided neighbours (outer p into inner p+1) where every operand
+  // allows.
   std::vector<int64_t> dims;
   std::vector<std::array<ModeAccess, N>> access;
   for (size_t p = 0; p < extents.size(); ++p) {

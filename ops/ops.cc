@@ -40,15 +40,16 @@ const SimpleDType& DTypeOf(const Tensor& t) { return *t.dtype().AsSimple(); }
 
 absl::Status RequireData(const Tensor& t, absl::string_view op) {
   if (t.size() > 0 && t.carrier()->data() == nullptr) {
-    return ValueErrorCat(op, ": the ", t.carrier()->class_name(), " carrier of ",
-                         t.dtype().name(), " holds no host data");
+    return ValueErrorCat(op, ": the ", t.carrier()->class_name(),
+                         " carrier of ", t.dtype().name(),
+                         " holds no host data");
   }
   return absl::OkStatus();
 }
 
-// Whether no two coordinates of `layout` reach one index. Exact: an O(rank) sufficient
-// test first (sorted strides each beyond the span of the smaller ones), else a sort of
-// the reached indices (ops are O(elements) anyway).
+// Whether no two coordinates of `layout` reach one index. Exact: an O(rank)
+// sufficient test first (sorted strides each beyond the span of the smaller
+// ones), else a sort of the reached indices (ops are O(elements) anyway).
 bool IsInjective(const Layout& layout) {
   if (layout.size() <= 1) return true;
   const Layout c = Coalesce(layout);
@@ -77,16 +78,17 @@ bool IsInjective(const Layout& layout) {
 absl::Status RequireWritable(const Tensor& t, absl::string_view op) {
   STRATA_RETURN_IF_ERROR(RequireData(t, op));
   if (!IsInjective(t.layout())) {
-    return ValueErrorCat(op, ": the destination layout ", t.layout().ToString(),
-                         " maps several coordinates to one carrier value (e.g. a "
-                         "broadcast view); writing to it is ambiguous");
+    return ValueErrorCat(
+        op, ": the destination layout ", t.layout().ToString(),
+        " maps several coordinates to one carrier value (e.g. a "
+        "broadcast view); writing to it is ambiguous");
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int64_t>> BroadcastShapes(absl::string_view op,
-                                                     const std::vector<int64_t>& a,
-                                                     const std::vector<int64_t>& b) {
+absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
+    absl::string_view op, const std::vector<int64_t>& a,
+    const std::vector<int64_t>& b) {
   const size_t rank = std::max(a.size(), b.size());
   std::vector<int64_t> out(rank);
   for (size_t p = 0; p < rank; ++p) {
@@ -94,26 +96,31 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(absl::string_view op,
     const int64_t y = p + b.size() >= rank ? b[p + b.size() - rank] : 1;
     if (x != y && x != 1 && y != 1) {
       return ValueErrorCat(op, ": shapes ", ShapeText(a), " and ", ShapeText(b),
-                           " do not broadcast (mode ", p, ": ", x, " vs ", y, ")");
+                           " do not broadcast (mode ", p, ": ", x, " vs ", y,
+                           ")");
     }
     out[p] = x == 1 ? y : x;
   }
   return out;
 }
 
-absl::Status RequireBroadcastsTo(absl::string_view op, const std::vector<int64_t>& from,
+absl::Status RequireBroadcastsTo(absl::string_view op,
+                                 const std::vector<int64_t>& from,
                                  const std::vector<int64_t>& to) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> joint, BroadcastShapes(op, from, to));
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> joint,
+                          BroadcastShapes(op, from, to));
   if (joint != to) {
-    return ValueErrorCat(op, ": shape ", ShapeText(from), " does not broadcast to ",
-                         ShapeText(to));
+    return ValueErrorCat(op, ": shape ", ShapeText(from),
+                         " does not broadcast to ", ShapeText(to));
   }
   return absl::OkStatus();
 }
 
-// Whether the two Tensors share a carrier and their reached index ranges intersect.
+// Whether the two Tensors share a carrier and their reached index ranges
+// intersect.
 bool MayOverlap(const Tensor& a, const Tensor& b) {
-  if (a.carrier() != b.carrier() || a.size() == 0 || b.size() == 0) return false;
+  if (a.carrier() != b.carrier() || a.size() == 0 || b.size() == 0)
+    return false;
   const int64_t a_lo = a.offset() + a.layout().min_index();
   const int64_t a_hi = a.offset() + a.layout().max_index();
   const int64_t b_lo = b.offset() + b.layout().min_index();
@@ -126,8 +133,8 @@ bool SameView(const Tensor& a, const Tensor& b) {
          a.layout() == b.layout();
 }
 
-// Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the 16-bit or
-// narrow floats); returns false otherwise.
+// Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the
+// 16-bit or narrow floats); returns false otherwise.
 template <typename F>
 bool DispatchNative(const SimpleDType& d, F&& f) {
   if (&d == dtypes::Float32()) return f(float{}), true;
@@ -140,11 +147,15 @@ bool DispatchNative(const SimpleDType& d, F&& f) {
   return false;
 }
 
-bool IsArithmetic(const SimpleDType& d) { return MiniFloatFormat(d) == nullptr; }
+bool IsArithmetic(const SimpleDType& d) {
+  return MiniFloatFormat(d) == nullptr;
+}
 
-// --- Copy --------------------------------------------------------------------------
+// --- Copy
+// --------------------------------------------------------------------------
 
-// dst[c] = src[c] for same-shaped views (src broadcast already aligned by access).
+// dst[c] = src[c] for same-shaped views (src broadcast already aligned by
+// access).
 void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
                 const std::vector<ModeAccess>& dst_access, const Tensor& src,
                 const std::vector<ModeAccess>& src_access) {
@@ -159,37 +170,64 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
       using T = decltype(tag);
       T* o = static_cast<T*>(out);
       const T* s = static_cast<const T*>(in);
-      // NOTE [ Blocked transposing copy ]: when dst is unit-stride in its inner mode
-      // and src in another mode, copy 2-D tiles so both sides stay in cache.
+      // NOTE [ Blocked transposing copy ]: when dst is unit-stride in its inner
+      // mode and src in another mode, copy 2-D tiles so both sides stay in
+      // cache.
       const size_t r = extents.size();
-      if (r >= 2 && dst_access[r - 1].strided() && dst_access[r - 1].stride == 1 &&
-          src_access[r - 2].strided() && src_access[r - 2].stride == 1 &&
-          src_access[r - 1].strided() && dst_access[r - 2].strided() &&
-          src_access[r - 1].stride != 1) {
+      if (r >= 2 && dst_access[r - 1].strided() &&
+          dst_access[r - 1].stride == 1 && src_access[r - 2].strided() &&
+          src_access[r - 2].stride == 1 && src_access[r - 1].strided() &&
+          dst_access[r - 2].strided() && src_access[r - 1].stride != 1) {
         const int64_t rows = extents[r - 2], cols = extents[r - 1];
-        const int64_t ds = dst_access[r - 2].stride, ss = src_access[r - 1].stride;
+        const int64_t ds = dst_access[r - 2].stride,
+                      ss = src_access[r - 1].stride;
         std::vector<int64_t> outer(extents.begin(), extents.end() - 2);
         std::array<std::vector<ModeAccess>, 2> outer_ops = {
             std::vector<ModeAccess>(dst_access.begin(), dst_access.end() - 2),
             std::vector<ModeAccess>(src_access.begin(), src_access.end() - 2)};
-        constexpr int64_t kTile = 32;
-        ForEachIndex<2>(outer, outer_ops, bases, [&](const std::array<int64_t, 2>& b) {
-          for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-            const int64_t i1 = std::min(rows, i0 + kTile);
-            for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-              const int64_t j1 = std::min(cols, j0 + kTile);
-              for (int64_t i = i0; i < i1; ++i) {
-                T* orow = o + b[0] + i * ds;
-                const T* scol = s + b[1] + i;
-                for (int64_t j = j0; j < j1; ++j) orow[j] = scol[j * ss];
+        // Rows of both sides are a power-of-two apart for square matrices, so
+        // they share L1 sets: each source line is read once into a small
+        // buffer, transposed there, and each destination line written once.
+        constexpr int64_t kTile = 16;
+        ForEachIndex<2>(
+            outer, outer_ops, bases, [&](const std::array<int64_t, 2>& b) {
+              T buffer[kTile * kTile];
+              for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
+                const int64_t ni = std::min(kTile, rows - i0);
+                for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
+                  const int64_t nj = std::min(kTile, cols - j0);
+                  if (ni == kTile &&
+                      nj == kTile) {  // Constant bounds: unrolled, vectorized.
+                    for (int64_t jj = 0; jj < kTile; ++jj) {
+                      const T* line = s + b[1] + (j0 + jj) * ss + i0;
+                      for (int64_t ii = 0; ii < kTile; ++ii)
+                        buffer[ii * kTile + jj] = line[ii];
+                    }
+                    for (int64_t ii = 0; ii < kTile; ++ii) {
+                      T* line = o + b[0] + (i0 + ii) * ds + j0;
+                      for (int64_t jj = 0; jj < kTile; ++jj)
+                        line[jj] = buffer[ii * kTile + jj];
+                    }
+                    continue;
+                  }
+                  for (int64_t jj = 0; jj < nj; ++jj) {
+                    const T* line = s + b[1] + (j0 + jj) * ss + i0;
+                    for (int64_t ii = 0; ii < ni; ++ii)
+                      buffer[ii * kTile + jj] = line[ii];
+                  }
+                  for (int64_t ii = 0; ii < ni; ++ii) {
+                    T* line = o + b[0] + (i0 + ii) * ds + j0;
+                    for (int64_t jj = 0; jj < nj; ++jj)
+                      line[jj] = buffer[ii * kTile + jj];
+                  }
+                }
               }
-            }
-          }
-        });
+            });
         return;
       }
-      ForEachIndex<2>(extents, ops, bases,
-                      [&](const std::array<int64_t, 2>& i) { o[i[0]] = s[i[1]]; });
+      ForEachIndex<2>(
+          extents, ops, bases,
+          [&](const std::array<int64_t, 2>& i) { o[i[0]] = s[i[1]]; });
     };
     if (DispatchNative(dd, typed)) return;
     if (dd.bits() == 16 || dd.is_bool()) {
@@ -220,7 +258,8 @@ absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
   return out;
 }
 
-// --- Arithmetic ----------------------------------------------------------------------
+// --- Arithmetic
+// ----------------------------------------------------------------------
 
 template <typename T>
 T Apply(BinaryOp op, T x, T y) {
@@ -249,8 +288,12 @@ T Apply(BinaryOp op, T x, T y) {
   }
 }
 
-int64_t ApplyInt(BinaryOp op, int64_t x, int64_t y) { return Apply<int64_t>(op, x, y); }
-double ApplyDouble(BinaryOp op, double x, double y) { return Apply<double>(op, x, y); }
+int64_t ApplyInt(BinaryOp op, int64_t x, int64_t y) {
+  return Apply<int64_t>(op, x, y);
+}
+double ApplyDouble(BinaryOp op, double x, double y) {
+  return Apply<double>(op, x, y);
+}
 
 absl::string_view OpName(BinaryOp op) {
   switch (op) {
@@ -267,7 +310,8 @@ absl::string_view OpName(BinaryOp op) {
 }
 
 template <BinaryOp kOp, typename T>
-void TypedBinary(T* o, const T* x, const T* y, const std::vector<int64_t>& extents,
+void TypedBinary(T* o, const T* x, const T* y,
+                 const std::vector<int64_t>& extents,
                  const std::array<std::vector<ModeAccess>, 3>& ops,
                  const std::array<int64_t, 3>& bases) {
   ForEachIndex<3>(extents, ops, bases, [&](const std::array<int64_t, 3>& i) {
@@ -275,8 +319,8 @@ void TypedBinary(T* o, const T* x, const T* y, const std::vector<int64_t>& exten
   });
 }
 
-absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out,
-                        const SimpleDType& compute) {
+absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b,
+                        const Tensor& out, const SimpleDType& compute) {
   const std::vector<int64_t> shape = ShapeOf(out);
   const std::array<std::vector<ModeAccess>, 3> ops = {
       AlignedAccess(out.layout(), shape), AlignedAccess(a.layout(), shape),
@@ -316,11 +360,13 @@ absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b, const Ten
   }
   if (IsIntegral(compute)) {
     ForEachIndex<3>(shape, ops, bases, [&](const std::array<int64_t, 3>& i) {
-      StoreInt(od, o, i[0], ApplyInt(op, LoadInt(ad, x, i[1]), LoadInt(bd, y, i[2])));
+      StoreInt(od, o, i[0],
+               ApplyInt(op, LoadInt(ad, x, i[1]), LoadInt(bd, y, i[2])));
     });
   } else {
-    // Round the operands to the compute dtype first (an int64 promoted to float32 is a
-    // float32), then compute in double and round once to out's dtype.
+    // Round the operands to the compute dtype first (an int64 promoted to
+    // float32 is a float32), then compute in double and round once to out's
+    // dtype.
     const bool narrow = &compute != dtypes::Float64();
     ForEachIndex<3>(shape, ops, bases, [&](const std::array<int64_t, 3>& i) {
       double u = LoadDouble(ad, x, i[1]);
@@ -345,7 +391,8 @@ absl::Status CheckBinaryArgs(BinaryOp op, const Tensor& a, const Tensor& b) {
   return RequireData(b, OpName(op));
 }
 
-absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b,
+                       const Tensor& out) {
   STRATA_RETURN_IF_ERROR(CheckBinaryArgs(op, a, b));
   STRATA_RETURN_IF_ERROR(RequireOneSubtensor(out, OpName(op)));
   STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
@@ -357,14 +404,15 @@ absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b, const Tens
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                           BroadcastShapes(OpName(op), ShapeOf(a), ShapeOf(b)));
   if (ShapeOf(out) != shape) {
-    return ValueErrorCat(OpName(op), ": out has shape ", ShapeText(ShapeOf(out)),
-                         ", the broadcast shape is ", ShapeText(shape));
+    return ValueErrorCat(OpName(op), ": out has shape ",
+                         ShapeText(ShapeOf(out)), ", the broadcast shape is ",
+                         ShapeText(shape));
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(out, OpName(op)));
   for (const Tensor* in : {&a, &b}) {
     if (MayOverlap(out, *in) && !SameView(out, *in)) {
-      return ValueErrorCat(OpName(op),
-                           ": out partially overlaps an input in the same carrier");
+      return ValueErrorCat(
+          OpName(op), ": out partially overlaps an input in the same carrier");
     }
   }
   STRATA_RETURN_IF_ERROR(BinaryInto(op, a, b, out, *compute));
@@ -374,21 +422,25 @@ absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b, const Tens
 
 }  // namespace
 
-absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype, absl::Span<const int64_t> shape) {
+absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
+                             absl::Span<const int64_t> shape) {
   for (int64_t e : shape) {
     if (e < 0) return ValueErrorCat("Zeros: negative extent ", e);
   }
   STRATA_ASSIGN_OR_RETURN(
       Layout layout,
-      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0]) : IntTuple::Flat(shape)));
-  STRATA_ASSIGN_OR_RETURN(auto carrier, HostCarrier::Create(&dtype, layout.size()));
+      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
+                                         : IntTuple::Flat(shape)));
+  STRATA_ASSIGN_OR_RETURN(auto carrier,
+                          HostCarrier::Create(&dtype, layout.size()));
   return Tensor::Create(carrier, 0, layout);
 }
 
 namespace {
 
-// The layout index of a coordinate with one component per top-level mode (an integer
-// for rank 1); a component is linear within its mode, or hierarchical and congruent.
+// The layout index of a coordinate with one component per top-level mode (an
+// integer for rank 1); a component is linear within its mode, or hierarchical
+// and congruent.
 absl::StatusOr<int64_t> CoordinateIndex(const Tensor& t, const IntTuple& coord,
                                         absl::string_view op) {
   const Layout& layout = t.layout();
@@ -396,10 +448,24 @@ absl::StatusOr<int64_t> CoordinateIndex(const Tensor& t, const IntTuple& coord,
   const int64_t given = coord.is_leaf() ? 1 : coord.rank();
   if (given != rank) {
     return ValueErrorCat(op, ": coordinate ", coord.ToString(), " has ", given,
-                         " components; the Tensor ", layout.ToString(), " has rank ",
-                         rank);
+                         " components; the Tensor ", layout.ToString(),
+                         " has rank ", rank);
   }
-  if (layout.shape().is_leaf() && !coord.is_leaf()) return layout.Crd2Idx(coord[0]);
+  if (layout.shape().is_leaf() && !coord.is_leaf())
+    return layout.Crd2Idx(coord[0]);
+  if (coord.SameStructure(layout.shape())) {
+    // Fully congruent (one integer per leaf): a bounds-checked dot product.
+    const auto c = coord.leaves();
+    const auto extents = layout.shape().leaves();
+    const auto strides = layout.stride().leaves();
+    int64_t index = 0;
+    for (size_t k = 0; k < c.size(); ++k) {
+      if (c[k] < 0 || c[k] >= extents[k])
+        return layout.Crd2Idx(coord);  // The error.
+      index += c[k] * strides[k];
+    }
+    return index;
+  }
   return layout.Crd2Idx(coord);
 }
 
@@ -408,16 +474,19 @@ absl::StatusOr<int64_t> CoordinateIndex(const Tensor& t, const IntTuple& coord,
 absl::StatusOr<Scalar> GetItem(const Tensor& t, const IntTuple& coord) {
   STRATA_RETURN_IF_ERROR(RequireOneSubtensor(t, "GetItem"));
   STRATA_RETURN_IF_ERROR(RequireData(t, "GetItem"));
-  STRATA_ASSIGN_OR_RETURN(const int64_t index, CoordinateIndex(t, coord, "GetItem"));
+  STRATA_ASSIGN_OR_RETURN(const int64_t index,
+                          CoordinateIndex(t, coord, "GetItem"));
   const SimpleDType& d = DTypeOf(t);
   const void* data = t.carrier()->data();
-  if (d.is_bool()) return Scalar::Bool(LoadInt(d, data, t.offset() + index) != 0);
+  if (d.is_bool())
+    return Scalar::Bool(LoadInt(d, data, t.offset() + index) != 0);
   if (IsIntegral(d)) return Scalar::Int(LoadInt(d, data, t.offset() + index));
   return Scalar::Float(LoadDouble(d, data, t.offset() + index));
 }
 
 namespace {
-void StoreScalar(const SimpleDType& d, void* data, int64_t index, const Scalar& v) {
+void StoreScalar(const SimpleDType& d, void* data, int64_t index,
+                 const Scalar& v) {
   if (v.is_float()) {
     StoreDouble(d, data, index, v.as_double());
   } else {
@@ -429,8 +498,10 @@ void StoreScalar(const SimpleDType& d, void* data, int64_t index, const Scalar& 
 absl::Status SetItem(const Tensor& t, const IntTuple& coord, Scalar value) {
   STRATA_RETURN_IF_ERROR(RequireOneSubtensor(t, "SetItem"));
   STRATA_RETURN_IF_ERROR(RequireData(t, "SetItem"));
-  STRATA_ASSIGN_OR_RETURN(const int64_t index, CoordinateIndex(t, coord, "SetItem"));
-  StoreScalar(DTypeOf(t), t.carrier()->mutable_data(), t.offset() + index, value);
+  STRATA_ASSIGN_OR_RETURN(const int64_t index,
+                          CoordinateIndex(t, coord, "SetItem"));
+  StoreScalar(DTypeOf(t), t.carrier()->mutable_data(), t.offset() + index,
+              value);
   t.carrier()->BumpVersion();
   return absl::OkStatus();
 }
@@ -442,7 +513,9 @@ absl::Status Fill(const Tensor& dst, Scalar value) {
   const SimpleDType& d = DTypeOf(dst);
   void* data = dst.carrier()->mutable_data();
   ForEachIndex<1>(shape, {AlignedAccess(dst.layout(), shape)}, {dst.offset()},
-                  [&](const std::array<int64_t, 1>& i) { StoreScalar(d, data, i[0], value); });
+                  [&](const std::array<int64_t, 1>& i) {
+                    StoreScalar(d, data, i[0], value);
+                  });
   dst.carrier()->BumpVersion();
   return absl::OkStatus();
 }
@@ -468,11 +541,13 @@ absl::Status CopyFrom(const Tensor& dst, const Tensor& src) {
 }
 
 absl::StatusOr<const SimpleDType*> PromoteTypes(const SimpleDType& a,
-                                                const SimpleDType& b, BinaryOp op) {
+                                                const SimpleDType& b,
+                                                BinaryOp op) {
   for (const SimpleDType* d : {&a, &b}) {
     if (!IsArithmetic(*d)) {
-      return TypeErrorCat(OpName(op), ": ", d->name(),
-                          " is a storage type, not an arithmetic type; Cast it first");
+      return TypeErrorCat(
+          OpName(op), ": ", d->name(),
+          " is a storage type, not an arithmetic type; Cast it first");
     }
   }
   if (op == BinaryOp::kSub && a.is_bool() && b.is_bool()) {
@@ -499,11 +574,13 @@ absl::StatusOr<const SimpleDType*> PromoteTypes(const SimpleDType& a,
     const SimpleDType& s = a.is_signed() ? a : b;  // The other one is uint8.
     result = s.bits() > 8 ? &s : dtypes::Int16();
   }
-  if (op == BinaryOp::kDiv && !result->is_floating()) result = dtypes::Float32();
+  if (op == BinaryOp::kDiv && !result->is_floating())
+    result = dtypes::Float32();
   return result;
 }
 
-absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a, const Tensor& b) {
+absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a,
+                                      const Tensor& b) {
   STRATA_RETURN_IF_ERROR(CheckBinaryArgs(op, a, b));
   STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
                           PromoteTypes(DTypeOf(a), DTypeOf(b), op));
@@ -545,7 +622,8 @@ absl::StatusOr<Tensor> NegImpl(const Tensor& a, const Tensor* out) {
   STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Neg"));
   if (out != nullptr) STRATA_RETURN_IF_ERROR(RequireOneSubtensor(*out, "Neg"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Neg"));
-  if (DTypeOf(a).is_bool()) return TypeError("Neg of a bool Tensor is not supported");
+  if (DTypeOf(a).is_bool())
+    return TypeError("Neg of a bool Tensor is not supported");
   if (!IsArithmetic(DTypeOf(a))) {
     return TypeErrorCat("Neg: ", a.dtype().name(),
                         " is a storage type, not an arithmetic type");
@@ -575,13 +653,15 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
   STRATA_RETURN_IF_ERROR(RequireData(a, "Sum"));
   const SimpleDType& d = DTypeOf(a);
   if (!IsArithmetic(d)) {
-    return TypeErrorCat("Sum: ", d.name(), " is a storage type, not an arithmetic type");
+    return TypeErrorCat("Sum: ", d.name(),
+                        " is a storage type, not an arithmetic type");
   }
   const std::vector<int64_t> shape = ShapeOf(a);
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t m : modes) {
     if (m < 0 || m >= static_cast<int64_t>(shape.size()) || reduced[m]) {
-      return ValueErrorCat("Sum: mode ", m, " is out of range or repeated for rank ",
+      return ValueErrorCat("Sum: mode ", m,
+                           " is out of range or repeated for rank ",
                            shape.size());
     }
     reduced[m] = true;
@@ -592,7 +672,8 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
   }
   const SimpleDType& result = d.is_floating() ? d : *dtypes::Int64();
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(result, out_shape));
-  // The accumulator, seen through a layout of a's shape with stride 0 on reduced modes.
+  // The accumulator, seen through a layout of a's shape with stride 0 on
+  // reduced modes.
   std::vector<ModeAccess> acc_access(shape.size());
   {
     int64_t stride = 1;
@@ -602,22 +683,25 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
       stride *= shape[i];
     }
   }
-  const std::array<std::vector<ModeAccess>, 2> ops = {acc_access,
-                                                      AlignedAccess(a.layout(), shape)};
+  const std::array<std::vector<ModeAccess>, 2> ops = {
+      acc_access, AlignedAccess(a.layout(), shape)};
   const void* in = a.carrier()->data();
   void* o = out.carrier()->mutable_data();
   if (d.is_floating()) {
     std::vector<double> acc(out.size(), 0.0);
-    ForEachIndex<2>(shape, ops, {0, a.offset()}, [&](const std::array<int64_t, 2>& i) {
-      acc[i[0]] += LoadDouble(d, in, i[1]);
-    });
+    ForEachIndex<2>(shape, ops, {0, a.offset()},
+                    [&](const std::array<int64_t, 2>& i) {
+                      acc[i[0]] += LoadDouble(d, in, i[1]);
+                    });
     for (int64_t i = 0; i < out.size(); ++i) StoreDouble(result, o, i, acc[i]);
   } else {
     std::vector<int64_t> acc(out.size(), 0);
-    ForEachIndex<2>(shape, ops, {0, a.offset()}, [&](const std::array<int64_t, 2>& i) {
-      acc[i[0]] = static_cast<int64_t>(static_cast<uint64_t>(acc[i[0]]) +
-                                       static_cast<uint64_t>(LoadInt(d, in, i[1])));
-    });
+    ForEachIndex<2>(
+        shape, ops, {0, a.offset()}, [&](const std::array<int64_t, 2>& i) {
+          acc[i[0]] =
+              static_cast<int64_t>(static_cast<uint64_t>(acc[i[0]]) +
+                                   static_cast<uint64_t>(LoadInt(d, in, i[1])));
+        });
     for (int64_t i = 0; i < out.size(); ++i) StoreInt(result, o, i, acc[i]);
   }
   return out;
@@ -660,7 +744,8 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
   }
   const SimpleDType& id = DTypeOf(index);
   if (&id != dtypes::Int64() && &id != dtypes::Int32()) {
-    return TypeErrorCat("Scatter: index dtype ", id.name(), " is not int64 or int32");
+    return TypeErrorCat("Scatter: index dtype ", id.name(),
+                        " is not int64 or int32");
   }
   const std::vector<int64_t> dshape = ShapeOf(dst), ishape = ShapeOf(index),
                              sshape = ShapeOf(src);
@@ -672,7 +757,8 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
                          " must have one rank");
   }
   if (mode < 0 || mode >= rank) {
-    return ValueErrorCat("Scatter: mode ", mode, " is out of range for rank ", rank);
+    return ValueErrorCat("Scatter: mode ", mode, " is out of range for rank ",
+                         rank);
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (ishape[d] > sshape[d] || (d != mode && ishape[d] > dshape[d])) {
@@ -683,26 +769,40 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "Scatter"));
   const std::vector<Layout> dmodes = LogicalModes(dst.layout());
-  std::vector<ModeAccess> dst_access = AlignedAccess(dst.layout(), ishape, true);
+  std::vector<ModeAccess> dst_access =
+      AlignedAccess(dst.layout(), ishape, true);
   dst_access[mode] = ModeAccess();  // The index value chooses this coordinate.
   const ModeAccess chosen = MakeModeAccess(dmodes[mode], false);
   const std::array<std::vector<ModeAccess>, 3> ops = {
-      AlignedAccess(index.layout(), ishape, true), AlignedAccess(src.layout(), ishape, true),
-      dst_access};
-  const std::array<int64_t, 3> bases = {index.offset(), src.offset(), dst.offset()};
+      AlignedAccess(index.layout(), ishape, true),
+      AlignedAccess(src.layout(), ishape, true), dst_access};
+  const std::array<int64_t, 3> bases = {index.offset(), src.offset(),
+                                        dst.offset()};
   const void* idx = index.carrier()->data();
   // Pass 1: every index value in range, before any write.
   absl::Status bad;
   int64_t position = 0;
-  ForEachIndex<3>(ishape, ops, bases, [&](const std::array<int64_t, 3>& i) {
-    const int64_t v = LoadInt(id, idx, i[0]);
-    if (bad.ok() && (v < 0 || v >= dshape[mode])) {
-      bad = ValueErrorCat("Scatter: index value ", v, " at row-major position ",
-                          position, " is outside [0, ", dshape[mode], ") of dst mode ",
-                          mode);
-    }
-    ++position;
-  });
+  const int64_t limit = dshape[mode];
+  auto report = [&](int64_t v) {
+    bad = ValueErrorCat("Scatter: index value ", v, " at row-major position ",
+                        position, " is outside [0, ", limit, ") of dst mode ",
+                        mode);
+  };
+  if (&id == dtypes::Int64()) {
+    const int64_t* ix = static_cast<const int64_t*>(idx);
+    ForEachIndex<3>(ishape, ops, bases, [&](const std::array<int64_t, 3>& i) {
+      const int64_t v = ix[i[0]];
+      if (static_cast<uint64_t>(v) >= static_cast<uint64_t>(limit) && bad.ok())
+        report(v);
+      ++position;
+    });
+  } else {
+    ForEachIndex<3>(ishape, ops, bases, [&](const std::array<int64_t, 3>& i) {
+      const int64_t v = LoadInt(id, idx, i[0]);
+      if ((v < 0 || v >= limit) && bad.ok()) report(v);
+      ++position;
+    });
+  }
   STRATA_RETURN_IF_ERROR(bad);
   // Pass 2: the writes (src may share dst's carrier: stage it first).
   Tensor from = src;
@@ -711,11 +811,32 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
   }
   std::array<std::vector<ModeAccess>, 3> ops2 = ops;
   ops2[1] = AlignedAccess(from.layout(), ishape, true);
-  const std::array<int64_t, 3> bases2 = {index.offset(), from.offset(), dst.offset()};
+  const std::array<int64_t, 3> bases2 = {index.offset(), from.offset(),
+                                         dst.offset()};
   const SimpleDType& dd = DTypeOf(dst);
   const SimpleDType& sd = DTypeOf(from);
   const void* s = from.carrier()->data();
   void* o = dst.carrier()->mutable_data();
+  bool done = false;
+  if (&dd == &sd && &id == dtypes::Int64() && chosen.strided()) {
+    auto typed = [&](auto tag) {
+      using T = decltype(tag);
+      T* out = static_cast<T*>(o);
+      const T* in = static_cast<const T*>(s);
+      const int64_t* ix = static_cast<const int64_t*>(idx);
+      const int64_t step = chosen.stride;
+      ForEachIndex<3>(ishape, ops2, bases2,
+                      [&](const std::array<int64_t, 3>& i) {
+                        out[i[2] + ix[i[0]] * step] = in[i[1]];
+                      });
+      done = true;
+    };
+    DispatchNative(dd, typed);
+  }
+  if (done) {
+    dst.carrier()->BumpVersion();
+    return absl::OkStatus();
+  }
   ForEachIndex<3>(ishape, ops2, bases2, [&](const std::array<int64_t, 3>& i) {
     const int64_t target = i[2] + chosen.at(LoadInt(id, idx, i[0]));
     if (IsIntegral(dd) && IsIntegral(sd)) {

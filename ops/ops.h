@@ -1,26 +1,28 @@
-// Operations with effects on one-subtensor Tensors: coordinate access, mutation,
-// elementwise arithmetic, reductions, movement and scatter.
+// Operations with effects on one-subtensor Tensors: coordinate access,
+// mutation, elementwise arithmetic, reductions, movement and scatter.
 //
-// Every operation first requires a one-subtensor Tensor (OneSubtensorRequired error
-// naming the op and the level count, before any allocation, mutation or kernel), then
-// checks its arguments, then runs. A failure has no effect. A mutation bumps the
-// version of the carrier it writes exactly once per call. Results of non-`Out` forms
-// live in fresh, compact row-major host carriers.
+// Every operation first requires a one-subtensor Tensor (OneSubtensorRequired
+// error naming the op and the level count, before any allocation, mutation or
+// kernel), then checks its arguments, then runs. A failure has no effect. A
+// mutation bumps the version of the carrier it writes exactly once per call.
+// Results of non-`Out` forms live in fresh, compact row-major host carriers.
 //
-// Shapes are the top-level extents of L_0; broadcasting follows NumPy (trailing modes
-// align, extent 1 stretches). Writing through a layout that maps two coordinates to one
-// carrier value (a broadcast view, say) is a ValueError, as in PyTorch.
+// Shapes are the top-level extents of L_0; broadcasting follows NumPy (trailing
+// modes align, extent 1 stretches). Writing through a layout that maps two
+// coordinates to one carrier value (a broadcast view, say) is a ValueError, as
+// in PyTorch.
 //
 // Type promotion (PromoteTypes), as PyTorch's for these dtypes:
-//   same dtype -> itself; bool with X -> X; integer with integer -> the wider, and
-//   uint8 with a signed integer -> int16 for int8, else the signed one; integer with
-//   floating -> the floating; float16 with bfloat16 -> float32; floating with floating
-//   -> the wider. Div of two integral (or bool) operands -> float32. Sub and Neg of bool
-//   are TypeErrors. float8_*, float4_* and float8_e8m0fnu are storage types, not
-//   arithmetic types: a TypeError says so (CopyFrom and Cast still convert to and from
-//   them).
-// Integer arithmetic wraps (two's complement); floating arithmetic is computed in double
-// and rounded once to the result dtype.
+//   same dtype -> itself; bool with X -> X; integer with integer -> the wider,
+//   and uint8 with a signed integer -> int16 for int8, else the signed one;
+//   integer with floating -> the floating; float16 with bfloat16 -> float32;
+//   floating with floating
+//   -> the wider. Div of two integral (or bool) operands -> float32. Sub and
+//   Neg of bool are TypeErrors. float8_*, float4_* and float8_e8m0fnu are
+//   storage types, not arithmetic types: a TypeError says so (CopyFrom and Cast
+//   still convert to and from them).
+// Integer arithmetic wraps (two's complement); floating arithmetic is computed
+// in double and rounded once to the result dtype.
 #ifndef STRATA_OPS_OPS_H_
 #define STRATA_OPS_OPS_H_
 
@@ -38,42 +40,48 @@
 namespace strata {
 
 // A zero-filled compact row-major Tensor over a fresh host carrier.
-absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype, absl::Span<const int64_t> shape);
+absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
+                             absl::Span<const int64_t> shape);
 
-// The value at a coordinate with one component per top-level mode (an integer for a
-// rank-1 Tensor); a component addresses its mode linearly (colexicographically within a
-// hierarchical mode) or hierarchically. Errors: ValueError for a coordinate of the wrong
-// rank or congruence or out of range, or a carrier without host data.
+// The value at a coordinate with one component per top-level mode (an integer
+// for a rank-1 Tensor); a component addresses its mode linearly
+// (colexicographically within a hierarchical mode) or hierarchically. Errors:
+// ValueError for a coordinate of the wrong rank or congruence or out of range,
+// or a carrier without host data.
 absl::StatusOr<Scalar> GetItem(const Tensor& tensor, const IntTuple& coord);
 absl::Status SetItem(const Tensor& tensor, const IntTuple& coord, Scalar value);
 
 // Writes `value` (converted to the dtype) everywhere.
 absl::Status Fill(const Tensor& dst, Scalar value);
 // dst[c] = convert(src[broadcast c]). src may alias dst (it is read first).
-// Errors: ValueError when src does not broadcast to dst's shape or dst overlaps itself.
+// Errors: ValueError when src does not broadcast to dst's shape or dst overlaps
+// itself.
 absl::Status CopyFrom(const Tensor& dst, const Tensor& src);
 
 enum class BinaryOp { kAdd, kSub, kMul, kDiv };
 absl::StatusOr<const SimpleDType*> PromoteTypes(const SimpleDType& a,
-                                                const SimpleDType& b, BinaryOp op);
+                                                const SimpleDType& b,
+                                                BinaryOp op);
 
 absl::StatusOr<Tensor> Add(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> Sub(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b);
 absl::StatusOr<Tensor> Neg(const Tensor& a);
-// out = a op b, computed in the promoted dtype and stored in out's dtype; out's shape
-// must be the broadcast shape. out may be a or b exactly (in place), but must not
-// otherwise overlap them (ValueError).
+// out = a op b, computed in the promoted dtype and stored in out's dtype; out's
+// shape must be the broadcast shape. out may be a or b exactly (in place), but
+// must not otherwise overlap them (ValueError).
 absl::Status AddOut(const Tensor& a, const Tensor& b, const Tensor& out);
 absl::Status SubOut(const Tensor& a, const Tensor& b, const Tensor& out);
 absl::Status MulOut(const Tensor& a, const Tensor& b, const Tensor& out);
 absl::Status DivOut(const Tensor& a, const Tensor& b, const Tensor& out);
 absl::Status NegOut(const Tensor& a, const Tensor& out);
-absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a, const Tensor& b);
+absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a,
+                                      const Tensor& b);
 
-// The sum of all values (a rank-0 Tensor), or along `modes` (removed from the shape).
-// Floating sums keep the dtype (accumulated in double); integral sums are int64.
+// The sum of all values (a rank-0 Tensor), or along `modes` (removed from the
+// shape). Floating sums keep the dtype (accumulated in double); integral sums
+// are int64.
 absl::StatusOr<Tensor> Sum(const Tensor& a);
 absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes);
 
@@ -81,15 +89,16 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes);
 absl::StatusOr<Tensor> Contiguous(const Tensor& a);
 absl::StatusOr<Tensor> Clone(const Tensor& a);
 absl::StatusOr<Tensor> Cast(const Tensor& a, const SimpleDType& dtype);
-// Whether the logical elements sit at consecutive carrier indices in row-major order.
+// Whether the logical elements sit at consecutive carrier indices in row-major
+// order.
 bool IsCompactRowMajor(const Tensor& a);
 
 // PyTorch's scatter_: for every coordinate i of `index`,
 //   dst[i with mode `mode` replaced by index[i]] = src[i].
-// index is int32/int64 of dst's rank, index extents <= src's, and <= dst's except along
-// `mode`. Every index value is checked against dst's extent before any write.
-// Errors: TypeError (index dtype), ValueError (ranks, extents, an index out of range
-// naming its position and value, dst overlapping itself).
+// index is int32/int64 of dst's rank, index extents <= src's, and <= dst's
+// except along `mode`. Every index value is checked against dst's extent before
+// any write. Errors: TypeError (index dtype), ValueError (ranks, extents, an
+// index out of range naming its position and value, dst overlapping itself).
 absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
                      const Tensor& src);
 

@@ -1,6 +1,6 @@
 // bazel run --config=opt //ops:ops_benchmark
-// Single-threaded kernels next to memcpy of the same bytes in the same run. Bytes count
-// reads plus writes (memcpy of N bytes moves 2N).
+// Single-threaded kernels next to memcpy of the same bytes in the same run.
+// Bytes count reads plus writes (memcpy of N bytes moves 2N).
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -21,7 +21,8 @@ constexpr int64_t kBytes = kN * kN * 4;
 Tensor Matrix(float seed) {
   Tensor t = *Zeros(*dtypes::Float32(), {kN, kN});
   auto* f = static_cast<float*>(t.carrier()->mutable_data());
-  for (int64_t i = 0; i < kN * kN; ++i) f[i] = seed + static_cast<float>(i % 1000);
+  for (int64_t i = 0; i < kN * kN; ++i)
+    f[i] = seed + static_cast<float>(i % 1000);
   return t;
 }
 

@@ -40,8 +40,9 @@ Tensor Iota(const std::string& layout, double scale = 1.0, int64_t offset = 0,
 }
 
 double At(const Tensor& t, std::vector<int64_t> c) {
-  auto v = GetItem(t, c.size() == 1 && t.layout().shape().is_leaf() ? IntTuple(c[0])
-                                                                    : IntTuple::Flat(c));
+  auto v = GetItem(t, c.size() == 1 && t.layout().shape().is_leaf()
+                          ? IntTuple(c[0])
+                          : IntTuple::Flat(c));
   EXPECT_TRUE(v.ok()) << v.status();
   return v.ok() ? v->as_double() : NAN;
 }
@@ -49,8 +50,10 @@ double At(const Tensor& t, std::vector<int64_t> c) {
 TEST(OpsTest, GetAndSetItem) {
   Tensor t = Iota("(3,4):(4,1)");
   EXPECT_EQ(At(t, {2, 1}), 9);
-  EXPECT_TRUE(IsValueError(GetItem(t, 9).status())) << "rank 2 needs two components";
-  EXPECT_EQ(GetItem(Iota("((2,3)):((1,2))"), IntTuple::Tuple({4}))->as_double(), 4);
+  EXPECT_TRUE(IsValueError(GetItem(t, 9).status()))
+      << "rank 2 needs two components";
+  EXPECT_EQ(GetItem(Iota("((2,3)):((1,2))"), IntTuple::Tuple({4}))->as_double(),
+            4);
   const uint64_t v = t.carrier()->version();
   ASSERT_TRUE(SetItem(t, IntTuple::Tuple({1, 1}), Scalar::Float(-2.5)).ok());
   EXPECT_EQ(t.carrier()->version(), v + 1);
@@ -58,7 +61,8 @@ TEST(OpsTest, GetAndSetItem) {
   EXPECT_TRUE(IsValueError(GetItem(t, IntTuple::Tuple({3, 0})).status()));
   EXPECT_TRUE(IsValueError(GetItem(t, IntTuple::Tuple({0, 0, 0})).status()));
   EXPECT_TRUE(IsValueError(GetItem(Iota("5:1"), 5).status()));
-  EXPECT_TRUE(IsValueError(SetItem(t, IntTuple::Tuple({0, 4}), Scalar::Int(1))));
+  EXPECT_TRUE(
+      IsValueError(SetItem(t, IntTuple::Tuple({0, 4}), Scalar::Int(1))));
   EXPECT_EQ(t.carrier()->version(), v + 1) << "a failed SetItem bumps nothing";
   Tensor b = Iota("4:1", 1.0, 0, dtypes::Bool());
   EXPECT_TRUE(GetItem(b, 0)->is_bool());
@@ -112,8 +116,8 @@ TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {
 }
 
 TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
-  Tensor a = Iota("(2,3):(3,1)");                          // float32
-  Tensor b = Iota("3:1", 1.0, 0, dtypes::Int64());         // int64
+  Tensor a = Iota("(2,3):(3,1)");                   // float32
+  Tensor b = Iota("3:1", 1.0, 0, dtypes::Int64());  // int64
   auto sum = Add(a, b);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(&sum->dtype(), dtypes::Float32());
@@ -121,9 +125,11 @@ TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
   EXPECT_EQ(At(*sum, {1, 2}), 5 + 2);
   EXPECT_EQ(At(*Sub(a, b), {1, 2}), 3);
   EXPECT_EQ(At(*Mul(a, b), {1, 2}), 10);
-  auto q = Div(Iota("3:1", 1.0, 0, dtypes::Int32()), Iota("3:1", 2.0, 0, dtypes::Int32()));
+  auto q = Div(Iota("3:1", 1.0, 0, dtypes::Int32()),
+               Iota("3:1", 2.0, 0, dtypes::Int32()));
   ASSERT_TRUE(q.ok());
-  EXPECT_EQ(&q->dtype(), dtypes::Float32()) << "integer division is true division";
+  EXPECT_EQ(&q->dtype(), dtypes::Float32())
+      << "integer division is true division";
   EXPECT_EQ(At(*q, {1}), 0.5);
   EXPECT_TRUE(std::isnan(At(*q, {0})));
   EXPECT_EQ(At(*Neg(a), {1, 0}), -3);
@@ -131,7 +137,8 @@ TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
 }
 
 TEST(OpsTest, PromotionTable) {
-  auto P = [](const SimpleDType* a, const SimpleDType* b, BinaryOp op = BinaryOp::kAdd) {
+  auto P = [](const SimpleDType* a, const SimpleDType* b,
+              BinaryOp op = BinaryOp::kAdd) {
     auto r = PromoteTypes(*a, *b, op);
     return r.ok() ? (*r)->name() : std::string("error");
   };
@@ -149,7 +156,8 @@ TEST(OpsTest, PromotionTable) {
   EXPECT_EQ(P(Bool(), Bool(), BinaryOp::kSub), "error");
   auto fp8 = PromoteTypes(*Float8E4M3FN(), *Float32(), BinaryOp::kAdd);
   EXPECT_TRUE(IsTypeError(fp8.status()));
-  EXPECT_NE(fp8.status().message().find("not an arithmetic type"), absl::string_view::npos);
+  EXPECT_NE(fp8.status().message().find("not an arithmetic type"),
+            absl::string_view::npos);
 }
 
 TEST(OpsTest, IntegerArithmeticWrapsAndHalfFloatsRound) {
@@ -175,7 +183,8 @@ TEST(OpsTest, OutFormsInPlaceAndOverlap) {
   ASSERT_TRUE(shifted.ok());
   auto partial = Slice(a, 0, 1, 4);
   ASSERT_TRUE(partial.ok());
-  absl::Status overlap = AddOut(*Slice(a, 0, 0, 3), *partial, *Slice(a, 0, 0, 3));
+  absl::Status overlap =
+      AddOut(*Slice(a, 0, 0, 3), *partial, *Slice(a, 0, 0, 3));
   EXPECT_TRUE(IsValueError(overlap)) << overlap;
   auto out = Zeros(*dtypes::Float64(), {4, 4});
   ASSERT_TRUE(MulOut(a, b, *out).ok());
@@ -218,7 +227,8 @@ TEST(OpsTest, ContiguousCloneCast) {
   EXPECT_NE(clone->carrier(), t.carrier());
   auto fp8 = Cast(Iota("4:1", 0.3), *dtypes::Float8E4M3FN());
   ASSERT_TRUE(fp8.ok());
-  EXPECT_EQ(GetItem(*fp8, 3)->as_double(), 0.875) << "0.9 rounds to e4m3's 0.875";
+  EXPECT_EQ(GetItem(*fp8, 3)->as_double(), 0.875)
+      << "0.9 rounds to e4m3's 0.875";
   auto i = Cast(Iota("3:1", -0.75), *dtypes::Int32());
   EXPECT_EQ(GetItem(*i, 2)->as_int(), -1) << "-1.5 truncates toward zero";
 }
@@ -231,7 +241,9 @@ TEST(OpsTest, ScatterFollowsPyTorch) {
   const int64_t idx[2][3] = {{0, 1, 2}, {2, 0, 1}};
   for (int64_t i = 0; i < 2; ++i) {
     for (int64_t j = 0; j < 3; ++j) {
-      ASSERT_TRUE(SetItem(*index, IntTuple::Tuple({i, j}), Scalar::Int(idx[i][j])).ok());
+      ASSERT_TRUE(
+          SetItem(*index, IntTuple::Tuple({i, j}), Scalar::Int(idx[i][j]))
+              .ok());
     }
   }
   const uint64_t v = dst->carrier()->version();
@@ -300,7 +312,8 @@ TEST(OpsTest, MultiSubtensorTensorsAreRejectedBeforeEffects) {
   };
   for (const auto& [name, status] : results) {
     EXPECT_TRUE(IsOneSubtensorRequired(status)) << name << ": " << status;
-    EXPECT_NE(status.message().find("requires a one-subtensor Tensor; got 2 subtensors"),
+    EXPECT_NE(status.message().find(
+                  "requires a one-subtensor Tensor; got 2 subtensors"),
               absl::string_view::npos)
         << name;
   }
@@ -318,7 +331,8 @@ TEST(OpsProperties, AddMatchesANaiveLoopOverRandomLayouts) {
     Tensor a = *Tensor::Create(ca, 0, la);
     auto* data = static_cast<double*>(ca->mutable_data());
     for (int64_t i = 0; i < la.cosize(); ++i) data[i] = gen.Uniform(-50, 50);
-    // b: a permutation of a's modes, so shapes differ but broadcast is not needed.
+    // b: a permutation of a's modes, so shapes differ but broadcast is not
+    // needed.
     std::vector<int64_t> shape = LogicalShape(a);
     auto b = Contiguous(*Permute(a, [&] {
       std::vector<int64_t> id(shape.size());

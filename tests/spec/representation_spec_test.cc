@@ -7,6 +7,7 @@
 
 #include "core/representation.h"
 #include "gtest/gtest.h"
+#include "ops/ops.h"
 #include "strata.h"
 #include "tests/spec/test_carriers.h"
 #include "views/views.h"
@@ -590,6 +591,36 @@ TEST(PublicConstruction, PermitASupportedPureLayoutView) {
   }
   // Each view went through the factory, so the dtype's rules ran once per view.
   EXPECT_EQ(dtype.log->size(), 2u * (1 + views.size() + 1));
+}
+
+TEST(PublicConstruction,
+     RejectAnUnsupportedMultiSubtensorOperationBeforeEffects) {
+  TwoLevelParts p;
+  const TwoLevel dtype;
+  const Tensor t =
+      MakeTensor(*Representation::Create(dtype.dtype, p.Subtensors(), {p.s0}));
+  const int64_t carriers = HostCarrier::created();
+  const std::vector<absl::Status> results = {
+      GetItem(t, IntTuple::Tuple({0, 0})).status(),
+      SetItem(t, 0, Scalar::Int(1)),
+      Fill(t, Scalar::Int(0)),
+      Add(t, t).status(),
+      Neg(t).status(),
+      Sum(t).status(),
+      Contiguous(t).status(),
+      Clone(t).status(),
+      Cast(t, *dtypes::Float32()).status(),
+      Scatter(t, 0, t, t)};
+  for (const absl::Status& s : results) {
+    EXPECT_TRUE(IsOneSubtensorRequired(s)) << s;
+    EXPECT_TRUE(
+        Contains(s, "requires a one-subtensor Tensor; got 2 subtensors"))
+        << s;
+  }
+  EXPECT_EQ(HostCarrier::created(), carriers) << "no allocation";
+  EXPECT_EQ(p.values->version(), 0u) << "no carrier mutation";
+  EXPECT_EQ(p.scales->version(), 0u);
+  EXPECT_EQ(dtype.log->size(), 2u) << "only the construction ran the rules";
 }
 
 TEST(ProjectedState, ObserveAViewProducedTensor) {
