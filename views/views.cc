@@ -282,8 +282,9 @@ absl::StatusOr<std::vector<int64_t>> TargetExtents(absl::string_view op,
   std::vector<int64_t> extents;
   const int rank = shape.is_leaf() ? 1 : shape.rank();
   for (int i = 0; i < rank; ++i) {
-    STRATA_ASSIGN_OR_RETURN(int64_t e, TupleProduct(shape[i]));
-    for (int64_t leaf : shape[i].leaves()) {
+    const IntTuple mode = shape[i];  // Owns the leaves the loop reads.
+    STRATA_ASSIGN_OR_RETURN(int64_t e, TupleProduct(mode));
+    for (int64_t leaf : mode.leaves()) {
       if (leaf < 0) {
         return ValueErrorCat(op, ": shape ", shape.ToString(),
                              " has a negative extent");

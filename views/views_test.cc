@@ -350,7 +350,8 @@ TEST(BlockScaledViewsTest, ASliceThatCutsBlocksFailsTheDtypeRule) {
   const Tensor t = BlockScaled(4, 64, 32);
   auto v = Slice(t, 1, 0, 16);
   EXPECT_TRUE(IsValueError(v.status()));
-  EXPECT_NE(v.status().message().find("mxfp8_e4m3 needs one scale per aligned block of 32"),
+  EXPECT_NE(v.status().message().find(
+                "mxfp8_e4m3 needs one scale per aligned block of 32"),
             absl::string_view::npos)
       << v.status();
   EXPECT_TRUE(Slice(t, 1, 32, 64).ok());

@@ -1,0 +1,143 @@
+#include "ops/dlpack.h"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/status_macros.h"
+#include "dtype/registry.h"
+#include "layout/algebra.h"
+#include "ops/require.h"
+#include "ops/walk.h"
+
+namespace strata {
+namespace {
+
+struct ExportContext {
+  std::shared_ptr<Carrier>
+      carrier;  // Keeps the storage alive; never released here.
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  DLManagedTensor managed;
+};
+
+void DeleteExport(DLManagedTensor* managed) {
+  delete static_cast<ExportContext*>(managed->manager_ctx);
+}
+
+absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
+  DLDataType t;
+  t.lanes = 1;
+  t.bits = static_cast<uint8_t>(d.bits());
+  if (d.bits() < 8) {
+    return ValueErrorCat("ToDLPack: ", d.name(), " is sub-byte storage (",
+                         d.bits(),
+                         " bits per value); DLPack addresses whole bytes");
+  }
+  if (d.is_bool() || (d.is_integer() && !d.is_signed())) {
+    t.code = kDLUInt;
+  } else if (d.is_integer()) {
+    t.code = kDLInt;
+  } else if (&d == dtypes::BFloat16()) {
+    t.code = kDLBfloat;
+  } else if (&d == dtypes::Float16() || &d == dtypes::Float32() ||
+             &d == dtypes::Float64()) {
+    t.code = kDLFloat;
+  } else {
+    return ValueErrorCat("ToDLPack: ", d.name(),
+                         " has no DLPack 0.6 type code");
+  }
+  return t;
+}
+
+absl::StatusOr<const SimpleDType*> DTypeOfCode(DLDataType t) {
+  if (t.lanes != 1) return TypeErrorCat("FromDLPack: ", t.lanes, " lanes");
+  if (t.code == kDLFloat && t.bits == 16) return dtypes::Float16();
+  if (t.code == kDLFloat && t.bits == 32) return dtypes::Float32();
+  if (t.code == kDLFloat && t.bits == 64) return dtypes::Float64();
+  if (t.code == kDLBfloat && t.bits == 16) return dtypes::BFloat16();
+  if (t.code == kDLInt && t.bits == 8) return dtypes::Int8();
+  if (t.code == kDLInt && t.bits == 16) return dtypes::Int16();
+  if (t.code == kDLInt && t.bits == 32) return dtypes::Int32();
+  if (t.code == kDLInt && t.bits == 64) return dtypes::Int64();
+  if (t.code == kDLUInt && t.bits == 8) return dtypes::UInt8();
+  return TypeErrorCat("FromDLPack: unsupported DLPack type code ", t.code,
+                      " with ", t.bits, " bits");
+}
+
+}  // namespace
+
+absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
+  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(tensor, "ToDLPack"));
+  const SimpleDType& d = *tensor.dtype().AsSimple();
+  STRATA_ASSIGN_OR_RETURN(DLDataType type, DataTypeOf(d));
+  if (tensor.carrier()->data() == nullptr) {
+    return ValueErrorCat("ToDLPack: the ", tensor.carrier()->class_name(),
+                         " carrier holds no host data");
+  }
+  auto context = std::make_unique<ExportContext>();
+  for (const Layout& mode : LogicalModes(tensor.layout())) {
+    const Layout c = Coalesce(mode);
+    if (!c.shape().is_leaf()) {
+      return ValueErrorCat("ToDLPack: mode ", mode.ToString(), " of ",
+                           tensor.layout().ToString(),
+                           " does not coalesce to one extent and one stride");
+    }
+    context->shape.push_back(mode.size());
+    context->strides.push_back(c.stride().value());
+  }
+  context->carrier = tensor.carrier();
+  DLTensor& t = context->managed.dl_tensor;
+  t.data = static_cast<uint8_t*>(tensor.carrier()->mutable_data()) +
+           tensor.offset() * (d.bits() / 8);
+  t.device = {kDLCPU, 0};
+  t.ndim = static_cast<int32_t>(context->shape.size());
+  t.dtype = type;
+  t.shape = context->shape.data();
+  t.strides = context->strides.data();
+  t.byte_offset = 0;
+  context->managed.manager_ctx = context.get();
+  context->managed.deleter = DeleteExport;
+  return &context.release()->managed;
+}
+
+absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
+  if (managed == nullptr) return ValueError("FromDLPack: null managed tensor");
+  const DLTensor& t = managed->dl_tensor;
+  if (t.device.device_type != kDLCPU) {
+    return ValueErrorCat("FromDLPack: device type ", t.device.device_type,
+                         " is not CPU");
+  }
+  STRATA_ASSIGN_OR_RETURN(const SimpleDType* dtype, DTypeOfCode(t.dtype));
+  if (t.ndim < 0 || (t.ndim > 0 && t.shape == nullptr)) {
+    return ValueError("FromDLPack: missing shape");
+  }
+  std::vector<int64_t> shape(t.shape, t.shape + t.ndim);
+  std::vector<int64_t> strides(t.ndim);
+  int64_t running = 1;
+  for (int k = t.ndim; k-- > 0;) {  // Compact row-major when strides are null.
+    strides[k] = t.strides != nullptr ? t.strides[k] : running;
+    running *= shape[k] > 0 ? shape[k] : 1;
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      Layout layout, t.ndim == 1 ? Layout::Create(shape[0], strides[0])
+                                 : Layout::Create(IntTuple::Flat(shape),
+                                                  IntTuple::Flat(strides)));
+  const int64_t element = dtype->bits() / 8;
+  // The carrier spans exactly what the layout reaches, from its smallest index.
+  const int64_t first = layout.min_index();
+  const int64_t span = layout.size() == 0 ? 0 : layout.max_index() - first + 1;
+  uint8_t* origin = static_cast<uint8_t*>(t.data) + t.byte_offset;
+  void* base = origin + first * element;
+  STRATA_ASSIGN_OR_RETURN(
+      auto carrier,
+      ExternalCarrier::Create(dtype, span, span > 0 ? base : origin, [managed] {
+        if (managed->deleter != nullptr) managed->deleter(managed);
+      }));
+  return Tensor::Create(std::move(carrier), -first, layout);
+}
+
+}  // namespace strata

@@ -1,0 +1,33 @@
+// DLPack exchange (Debian's DLPack 0.6 header).
+#ifndef STRATA_OPS_DLPACK_H_
+#define STRATA_OPS_DLPACK_H_
+
+#include "absl/status/statusor.h"
+#include "core/tensor.h"
+#include "dlpack/dlpack.h"
+
+namespace strata {
+
+// Exports a one-subtensor Tensor: device CPU, the dtype's DLPack code and bits
+// (bool as kDLUInt 8, as PyTorch 1.13 exports it; DLPack 0.6 has no bool or fp8
+// codes), one extent and one stride (in elements) per top-level mode, `data`
+// pointing at the first element and byte_offset 0 (PyTorch 1.13's importer
+// ignores byte_offset). The managed tensor holds a reference to the carrier
+// until the consumer calls its deleter, exactly once; it never releases the
+// carrier. Errors: OneSubtensorRequired for several levels; ValueError for a
+// mode that does not coalesce to one extent and stride, sub-byte or DLPack-less
+// dtypes (float8_*, float4_*), or a carrier without host data (e.g. "recorded",
+// or released).
+absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
+
+// Imports a CPU tensor as a one-subtensor Tensor over an ExternalCarrier
+// spanning exactly the elements it reaches; the carrier's deleter calls the
+// producer's deleter exactly once (when the carrier is released or its last
+// owner goes). Errors (ValueError/ TypeError): null, non-CPU device,
+// unsupported dtype, negative extents; on error the producer's deleter is not
+// called: the caller still owns `managed`.
+absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed);
+
+}  // namespace strata
+
+#endif  // STRATA_OPS_DLPACK_H_
