@@ -57,7 +57,9 @@ void ExpectComplement(const Layout& l, int64_t n, const Layout& r) {
   std::set<int64_t> image_r;
   for (int64_t i = 0; i < r.size(); ++i) {
     ASSERT_TRUE(image_r.insert(r(i)).second) << "complement not injective";
-    if (r(i) != 0) ASSERT_EQ(image_l.count(r(i)), 0u) << "images overlap";
+    if (r(i) != 0) {
+      ASSERT_EQ(image_l.count(r(i)), 0u) << "images overlap";
+    }
   }
   if (l.cosize() <= n) {
     auto both = MakeLayout({l, r});
@@ -246,7 +248,9 @@ TEST(AlgebraLaws, RightInverseIsAnInverseOnItsDomain) {
       ASSERT_EQ(l((*r)(i)), i)
           << l.ToString() << " right_inverse " << r->ToString();
     }
-    if (n % 2) ASSERT_EQ(r->size(), l.size()) << "a bijection inverts fully";
+    if (n % 2) {
+      ASSERT_EQ(r->size(), l.size()) << "a bijection inverts fully";
+    }
   }
 }
 

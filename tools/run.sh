@@ -47,6 +47,9 @@ case "$command" in
     echo "bazel test $*: $passed passed, $failed failed"
     exit "$status"
     ;;
+  build-only)  # Installs the build dependencies only (used by tools/bench.sh).
+    install_missing
+    ;;
   *)
     echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options]" >&2
     exit 2

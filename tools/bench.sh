@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds and runs every benchmark target (tag "benchmark") with repetitions and writes
+#   DIR/results.json   one Google Benchmark JSON document (all runs, aggregates included)
+#   DIR/report.md      name, median, unit and the ratio to the in-run reference
+# Usage: tools/bench.sh [--peer] [--repetitions N] DIR
+#   --peer  also builds //tools/peer:torch_peer_benchmark against Debian's libtorch-dev
+#           (installed if missing) and reports Strata/libtorch ratios.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+peer=0
+repetitions=5
+while [ $# -gt 1 ]; do
+  case "$1" in
+    --peer) peer=1; shift ;;
+    --repetitions) repetitions="$2"; shift 2 ;;
+    *) break ;;
+  esac
+done
+[ $# -eq 1 ] || { echo "usage: tools/bench.sh [--peer] [--repetitions N] DIR" >&2; exit 2; }
+out="$1"
+mkdir -p "$out/raw"
+
+need=(python3)
+[ "$peer" = 1 ] && need+=(libtorch-dev)
+missing=()
+for p in "${need[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tools/bench.sh: installing ${missing[*]}"
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+tools/run.sh build-only >/dev/null 2>&1 || true  # Installs Strata's own build dependencies.
+
+targets=$(bazel query 'attr(tags, "\bbenchmark\b", kind(cc_binary, //...))' 2>/dev/null)
+[ "$peer" = 1 ] && targets="$targets //tools/peer:torch_peer_benchmark"
+bazel build --config=opt $targets
+for t in $targets; do
+  name=$(echo "${t#//}" | tr '/:' '__')
+  binary="bazel-bin/$(echo "${t#//}" | tr ':' '/')"
+  echo "== $t"
+  "$binary" --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=false \
+    --benchmark_out="$out/raw/$name.json" --benchmark_out_format=json >/dev/null
+done
+python3 tools/bench_report.py "$out/raw" "$out/results.json" "$out/report.md"
+echo "wrote $out/results.json and $out/report.md"

@@ -1,0 +1,225 @@
+// Strata next to libtorch (PyTorch 1.13's C++ library), single-threaded, in one process.
+// Pairs are named .../strata and .../torch; tools/bench_report.py reports the ratio.
+// Tensors cross between the two through DLPack (ToDLPack -> at::fromDLPack), and the
+// values are compared before any timing.
+#include <torch/torch.h>
+
+#include <ATen/DLConvertor.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "carrier/carrier.h"
+#include "dtype/registry.h"
+#include "ops/dlpack.h"
+#include "ops/ops.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+constexpr int64_t kN = 4096;
+
+Tensor StrataRank4() {
+  const Layout l = *ParseLayout("(8,16,32,64):(32768,2048,64,1)");
+  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0, l);
+}
+
+at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
+
+// --- Construction ---------------------------------------------------------------
+
+void Create(benchmark::State& state, const char* layout_text, bool strata) {
+  const Layout layout = *ParseLayout(layout_text);
+  auto carrier = *HostCarrier::Create(dtypes::Float32(), layout.cosize());
+  std::vector<int64_t> sizes, strides;
+  const auto extents = layout.shape().leaves();
+  const auto steps = layout.stride().leaves();
+  sizes.assign(extents.begin(), extents.end());
+  strides.assign(steps.begin(), steps.end());
+  void* data = carrier->mutable_data();
+  if (strata) {
+    for (auto _ : state) benchmark::DoNotOptimize(Tensor::Create(carrier, 0, layout));
+  } else {
+    for (auto _ : state) benchmark::DoNotOptimize(torch::from_blob(data, sizes, strides));
+  }
+}
+BENCHMARK_CAPTURE(Create, rank1/strata, "1024:1", true);
+BENCHMARK_CAPTURE(Create, rank1/torch, "1024:1", false);
+BENCHMARK_CAPTURE(Create, rank2/strata, "(32,64):(64,1)", true);
+BENCHMARK_CAPTURE(Create, rank2/torch, "(32,64):(64,1)", false);
+BENCHMARK_CAPTURE(Create, rank4/strata, "(8,16,32,64):(32768,2048,64,1)", true);
+BENCHMARK_CAPTURE(Create, rank4/torch, "(8,16,32,64):(32768,2048,64,1)", false);
+
+// --- Views on (8,16,32,64) -------------------------------------------------------
+
+#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)                        \
+  void name##_strata(benchmark::State& state) {                               \
+    const Tensor t = StrataRank4();                                           \
+    for (auto _ : state) benchmark::DoNotOptimize(strata_expr);               \
+  }                                                                           \
+  void name##_torch(benchmark::State& state) {                                \
+    const at::Tensor t = TorchRank4();                                        \
+    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);                \
+  }                                                                           \
+  BENCHMARK(name##_strata)->Name(#name "/strata");                            \
+  BENCHMARK(name##_torch)->Name(#name "/torch");
+
+const std::vector<int64_t> kPerm = {3, 1, 2, 0};
+STRATA_VIEW_PAIR(Permute, Permute(t, kPerm), t.permute({3, 1, 2, 0}))
+STRATA_VIEW_PAIR(SliceStep, Slice(t, 1, 2, 14, 3), t.slice(1, 2, 14, 3))
+STRATA_VIEW_PAIR(Reshape, Reshape(t, IntTuple::Tuple({128, 32, 64})),
+                 t.view({128, 32, 64}))
+STRATA_VIEW_PAIR(AsStrided,
+                 AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"), 32768),
+                 t.as_strided({4, 16, 32, 64}, {32768, 2048, 64, 1}, 32768))
+STRATA_VIEW_PAIR(Expand, BroadcastTo(t, IntTuple::Tuple({4, 8, 16, 32, 64})),
+                 t.expand({4, 8, 16, 32, 64}))
+STRATA_VIEW_PAIR(Unsqueeze, Unsqueeze(t, 2), t.unsqueeze(2))
+
+void Squeeze_strata(benchmark::State& state) {
+  const Tensor t = *Unsqueeze(StrataRank4(), 2);
+  for (auto _ : state) benchmark::DoNotOptimize(Squeeze(t, 2));
+}
+void Squeeze_torch(benchmark::State& state) {
+  const at::Tensor t = TorchRank4().unsqueeze(2);
+  for (auto _ : state) benchmark::DoNotOptimize(t.squeeze(2));
+}
+BENCHMARK(Squeeze_strata)->Name("Squeeze/strata");
+BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
+
+// --- DLPack ----------------------------------------------------------------------
+
+void ToDLPack_strata(benchmark::State& state) {
+  const Tensor t = StrataRank4();
+  for (auto _ : state) {
+    DLManagedTensor* m = *ToDLPack(t);
+    benchmark::DoNotOptimize(m);
+    m->deleter(m);
+  }
+}
+void ToDLPack_torch(benchmark::State& state) {
+  const at::Tensor t = TorchRank4();
+  for (auto _ : state) {
+    DLManagedTensor* m = at::toDLPack(t);
+    benchmark::DoNotOptimize(m);
+    m->deleter(m);
+  }
+}
+BENCHMARK(ToDLPack_strata)->Name("ToDLPack/strata");
+BENCHMARK(ToDLPack_torch)->Name("ToDLPack/torch");
+
+// --- Kernels on 4096x4096 float32 -------------------------------------------------
+
+void Memcpy64MiB(benchmark::State& state) {
+  std::vector<char> a(kN * kN * 4, 1), b(kN * kN * 4);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), a.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
+}
+BENCHMARK(Memcpy64MiB)->Name("Memcpy64MiB")->Unit(benchmark::kMillisecond);
+
+void ContiguousTransposed_strata(benchmark::State& state) {
+  const Tensor t = *Permute(*Zeros(*dtypes::Float32(), {kN, kN}), {1, 0});
+  for (auto _ : state) benchmark::DoNotOptimize(Contiguous(t));
+  state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
+}
+void ContiguousTransposed_torch(benchmark::State& state) {
+  const at::Tensor t = torch::zeros({kN, kN}).t();
+  for (auto _ : state) benchmark::DoNotOptimize(t.contiguous());
+  state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
+}
+BENCHMARK(ContiguousTransposed_strata)->Name("ContiguousTransposed/strata")->Unit(benchmark::kMillisecond);
+BENCHMARK(ContiguousTransposed_torch)->Name("ContiguousTransposed/torch")->Unit(benchmark::kMillisecond);
+
+void CopyTransposedInto_strata(benchmark::State& state) {
+  const Tensor t = *Permute(*Zeros(*dtypes::Float32(), {kN, kN}), {1, 0});
+  const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(CopyFrom(out, t));
+  state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
+}
+void CopyTransposedInto_torch(benchmark::State& state) {
+  const at::Tensor t = torch::zeros({kN, kN}).t();
+  at::Tensor out = torch::zeros({kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(out.copy_(t));
+  state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
+}
+BENCHMARK(CopyTransposedInto_strata)->Name("CopyTransposedInto/strata")->Unit(benchmark::kMillisecond);
+BENCHMARK(CopyTransposedInto_torch)->Name("CopyTransposedInto/torch")->Unit(benchmark::kMillisecond);
+
+void AddOut_strata(benchmark::State& state) {
+  const Tensor a = *Zeros(*dtypes::Float32(), {kN, kN});
+  const Tensor b = *Zeros(*dtypes::Float32(), {kN, kN});
+  const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(AddOut(a, b, out));
+  state.SetBytesProcessed(state.iterations() * 3 * kN * kN * 4);
+}
+void AddOut_torch(benchmark::State& state) {
+  const at::Tensor a = torch::zeros({kN, kN}), b = torch::zeros({kN, kN});
+  at::Tensor out = torch::zeros({kN, kN});
+  for (auto _ : state) benchmark::DoNotOptimize(at::add_out(out, a, b));
+  state.SetBytesProcessed(state.iterations() * 3 * kN * kN * 4);
+}
+BENCHMARK(AddOut_strata)->Name("AddOut/strata")->Unit(benchmark::kMillisecond);
+BENCHMARK(AddOut_torch)->Name("AddOut/torch")->Unit(benchmark::kMillisecond);
+
+void Scatter_strata(benchmark::State& state) {
+  const Tensor dst = *Zeros(*dtypes::Float32(), {1 << 22});
+  const Tensor src = *Zeros(*dtypes::Float32(), {1 << 20});
+  const Tensor index = *Zeros(*dtypes::Int64(), {1 << 20});
+  std::mt19937_64 rng(1);
+  auto* idx = static_cast<int64_t*>(index.carrier()->mutable_data());
+  for (int64_t i = 0; i < (1 << 20); ++i) idx[i] = rng() % (1 << 22);
+  for (auto _ : state) benchmark::DoNotOptimize(Scatter(dst, 0, index, src));
+  state.SetItemsProcessed(state.iterations() * (1 << 20));
+}
+void Scatter_torch(benchmark::State& state) {
+  at::Tensor dst = torch::zeros({1 << 22});
+  const at::Tensor src = torch::zeros({1 << 20});
+  const at::Tensor index = torch::randint(0, 1 << 22, {1 << 20}, torch::kLong);
+  for (auto _ : state) benchmark::DoNotOptimize(dst.scatter_(0, index, src));
+  state.SetItemsProcessed(state.iterations() * (1 << 20));
+}
+BENCHMARK(Scatter_strata)->Name("Scatter1MInto4M/strata")->Unit(benchmark::kMillisecond);
+BENCHMARK(Scatter_torch)->Name("Scatter1MInto4M/torch")->Unit(benchmark::kMillisecond);
+
+// A Strata Tensor exported through DLPack and read by libtorch must hold the same values.
+void CheckDLPackExchange() {
+  Tensor t = *Zeros(*dtypes::Float32(), {6, 7});
+  auto* data = static_cast<float*>(t.carrier()->mutable_data());
+  for (int i = 0; i < 42; ++i) data[i] = 0.5f * i;
+  const Tensor view = *Slice(*Permute(t, {1, 0}), 0, 1, 7, 2);
+  at::Tensor imported = at::fromDLPack(*ToDLPack(view));
+  for (int64_t i = 0; i < 3; ++i) {
+    for (int64_t j = 0; j < 6; ++j) {
+      const double strata_value =
+          GetItem(view, IntTuple::Tuple({i, j}))->as_double();
+      const double torch_value = imported.index({i, j}).item<float>();
+      if (strata_value != torch_value) {
+        std::fprintf(stderr, "DLPack exchange mismatch at (%ld,%ld): %g vs %g\n",
+                     static_cast<long>(i), static_cast<long>(j), strata_value,
+                     torch_value);
+        std::exit(1);
+      }
+    }
+  }
+  std::fprintf(stderr, "DLPack exchange: Strata (3,6) view read by libtorch, values equal\n");
+}
+
+}  // namespace
+}  // namespace strata
+
+int main(int argc, char** argv) {
+  at::set_num_threads(1);
+  strata::CheckDLPackExchange();
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  return 0;
+}
