@@ -79,6 +79,50 @@ IntTuple IntTuple::operator[](int i) const {
   return result;
 }
 
+IntTuple::Elements IntTuple::TopElements() const {
+  Elements e;
+  if (is_leaf()) {
+    e.token = {0, 1};
+    e.leaf = {0, 1};
+    return e;
+  }
+  int token = 1;
+  int leaf = 0;
+  e.token.push_back(token);
+  e.leaf.push_back(leaf);
+  for (int i = 0; i < tokens_[0]; ++i) {
+    token = SubtreeEnd(token, &leaf);
+    e.token.push_back(token);
+    e.leaf.push_back(leaf);
+  }
+  return e;
+}
+
+void IntTupleBuilder::AppendElement(const IntTuple& source,
+                                    const IntTuple::Elements& elements, int i) {
+  ++tuple_.tokens_[0];
+  tuple_.tokens_.insert(tuple_.tokens_.end(),
+                        source.tokens_.begin() + elements.token[i],
+                        source.tokens_.begin() + elements.token[i + 1]);
+  tuple_.leaves_.insert(tuple_.leaves_.end(),
+                        source.leaves_.begin() + elements.leaf[i],
+                        source.leaves_.begin() + elements.leaf[i + 1]);
+}
+
+void IntTupleBuilder::AppendInteger(int64_t value) {
+  ++tuple_.tokens_[0];
+  tuple_.tokens_.push_back(IntTuple::kLeafToken);
+  tuple_.leaves_.push_back(value);
+}
+
+IntTuple IntTupleBuilder::Build(bool unwrap_single_integer) && {
+  if (unwrap_single_integer && tuple_.tokens_.size() == 2 &&
+      tuple_.tokens_[1] == IntTuple::kLeafToken) {
+    return IntTuple(tuple_.leaves_[0]);
+  }
+  return std::move(tuple_);
+}
+
 bool IntTuple::WeaklyCongruentTo(const IntTuple& other) const {
   // Walk both preorders together; a leaf here matches a whole subtree there.
   int i = 0;

@@ -93,9 +93,37 @@ class IntTuple {
   // number of leaves in that subtree to *leaf_count.
   int SubtreeEnd(int begin, int* leaf_count) const;
 
+  // Where each top-level element lives: element i spans tokens [token[i],
+  // token[i+1]) and leaves [leaf[i], leaf[i+1]). An integer is its own single
+  // element.
+  struct Elements {
+    absl::InlinedVector<int32_t, 9> token;
+    absl::InlinedVector<int32_t, 9> leaf;
+    int size() const { return static_cast<int>(token.size()) - 1; }
+  };
+  Elements TopElements() const;
+
+  friend class IntTupleBuilder;
+
  private:
   absl::InlinedVector<int32_t, 16> tokens_;
   absl::InlinedVector<int64_t, 8> leaves_;
+};
+
+// Builds a tuple from elements of other tuples and new integers, without the
+// intermediate IntTuples that operator[] and Tuple would create (views use it).
+class IntTupleBuilder {
+ public:
+  IntTupleBuilder() : tuple_(IntTuple::Tuple({})) {}
+  void AppendElement(const IntTuple& source, const IntTuple::Elements& elements,
+                     int i);
+  void AppendInteger(int64_t value);
+  // The tuple; with `unwrap_single_integer`, a tuple holding one integer is
+  // returned as that integer.
+  IntTuple Build(bool unwrap_single_integer) &&;
+
+ private:
+  IntTuple tuple_;
 };
 
 // Parses the notation of layout-cli.md ("8", "(4,(2,2))"), whitespace ignored.

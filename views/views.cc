@@ -38,10 +38,6 @@ absl::StatusOr<Layout> FromTopModes(absl::Span<const Layout> modes) {
   return MakeLayout(modes);
 }
 
-int64_t Rank(const Layout& layout) {
-  return layout.shape().is_leaf() ? 1 : layout.rank();
-}
-
 // Builds the view's Tensor from new candidates through the factory.
 absl::StatusOr<Tensor> Rebuild(const Representation& source,
                                std::vector<SubtensorCandidate> subtensors,
@@ -65,20 +61,62 @@ std::vector<absl::StatusOr<Layout>> Adjacent(const Representation& rep) {
   return {rep.adjacent_layouts().begin(), rep.adjacent_layouts().end()};
 }
 
-// Applies an offset-free transformation of top-level modes to L_0 and S_0
-// alike.
-template <typename Transform>
-absl::StatusOr<Tensor> MapModes(const Tensor& tensor, Transform transform) {
+// One mode of an offset-free view: mode `source` of the input, or (source < 0)
+// a new integer mode of `extent` with stride 0.
+struct ModeSpec {
+  int source;
+  int64_t extent;
+};
+using ModeSpecs = absl::InlinedVector<ModeSpec, 8>;
+using Extents = absl::InlinedVector<int64_t, 8>;
+
+// The layout whose modes `specs` name, assembled from `layout`'s own token
+// ranges (no intermediate Layouts); one integer mode stays an integer layout.
+absl::StatusOr<Layout> Assemble(const Layout& layout,
+                                const IntTuple::Elements& elements,
+                                absl::Span<const ModeSpec> specs) {
+  IntTupleBuilder shape, stride;
+  for (const ModeSpec& m : specs) {
+    if (m.source >= 0) {
+      shape.AppendElement(layout.shape(), elements, m.source);
+      stride.AppendElement(layout.stride(), elements, m.source);
+    } else {
+      shape.AppendInteger(m.extent);
+      stride.AppendInteger(0);
+    }
+  }
+  return Layout::Create(std::move(shape).Build(true),
+                        std::move(stride).Build(true));
+}
+
+// The extent of each top-level mode.
+Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
+  Extents extents;
+  const auto leaves = layout.shape().leaves();
+  for (int i = 0; i < elements.size(); ++i) {
+    int64_t e = 1;
+    for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k)
+      e *= leaves[k];
+    extents.push_back(e);
+  }
+  return extents;
+}
+
+// Applies an offset-free view, given as mode specs over the input's top-level
+// modes, to L_0 and S_0 alike (S_0 has L_0's shape, so the same specs apply).
+template <typename MakeSpecs>
+absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
   const Representation& rep = tensor.representation();
+  const Layout& l0 = rep.subtensor(0).placement;
+  const IntTuple::Elements elements = l0.shape().TopElements();
+  STRATA_ASSIGN_OR_RETURN(ModeSpecs specs,
+                          make_specs(ModeExtents(l0, elements)));
   auto subtensors = Candidates(rep);
   auto adjacent = Adjacent(rep);
-  STRATA_ASSIGN_OR_RETURN(Modes l0,
-                          transform(TopModes(rep.subtensor(0).placement)));
-  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l0));
+  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+                          Assemble(l0, elements, specs));
   if (rep.num_levels() > 1) {
-    STRATA_ASSIGN_OR_RETURN(Modes s0,
-                            transform(TopModes(rep.adjacent_layouts()[0])));
-    adjacent[0] = FromTopModes(s0);
+    adjacent[0] = Assemble(rep.adjacent_layouts()[0], elements, specs);
   }
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
@@ -222,55 +260,58 @@ std::vector<int64_t> LogicalShape(const Tensor& tensor) {
 
 absl::StatusOr<Tensor> Permute(const Tensor& tensor,
                                absl::Span<const int64_t> perm) {
-  const int64_t rank = Rank(tensor.layout());
-  std::vector<bool> seen(rank, false);
-  bool valid = static_cast<int64_t>(perm.size()) == rank;
-  for (int64_t p : perm) {
-    valid = valid && p >= 0 && p < rank && !seen[p];
-    if (valid) seen[p] = true;
-  }
-  if (!valid) {
-    return ValueErrorCat("permute: (", absl::StrJoin(perm, ","),
-                         ") is not a permutation of the ", rank, " modes");
-  }
-  return MapModes(tensor, [&](const Modes& modes) -> absl::StatusOr<Modes> {
-    Modes out;
-    for (int64_t p : perm) out.push_back(modes[p]);
+  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+    const int64_t rank = in.size();
+    absl::InlinedVector<bool, 8> seen(rank, false);
+    bool valid = static_cast<int64_t>(perm.size()) == rank;
+    ModeSpecs out;
+    for (int64_t p : perm) {
+      valid = valid && p >= 0 && p < rank && !seen[p];
+      if (!valid) break;
+      seen[p] = true;
+      out.push_back({static_cast<int>(p), 0});
+    }
+    if (!valid) {
+      return ValueErrorCat("permute: (", absl::StrJoin(perm, ","),
+                           ") is not a permutation of the ", rank, " modes");
+    }
     return out;
   });
 }
 
 absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
                                std::optional<int64_t> dim) {
-  const Modes modes = TopModes(tensor.layout());
-  if (dim.has_value()) {
-    STRATA_RETURN_IF_ERROR(CheckDim("squeeze", *dim, modes.size()));
-    if (modes[*dim].size() != 1) {
-      return ValueErrorCat("squeeze: mode ", *dim, " has extent ",
-                           modes[*dim].size(),
-                           "; only a mode of extent 1 can be removed");
+  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+    if (dim.has_value()) {
+      STRATA_RETURN_IF_ERROR(CheckDim("squeeze", *dim, in.size()));
+      if (in[*dim] != 1) {
+        return ValueErrorCat("squeeze: mode ", *dim, " has extent ", in[*dim],
+                             "; only a mode of extent 1 can be removed");
+      }
     }
-  }
-  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
-    Modes out;
+    ModeSpecs out;
     for (size_t i = 0; i < in.size(); ++i) {
       const bool drop =
-          dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i].size() == 1;
-      if (!drop) out.push_back(in[i]);
+          dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
+      if (!drop) out.push_back({static_cast<int>(i), 0});
     }
     return out;
   });
 }
 
 absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
-  const int64_t rank = Rank(tensor.layout());
-  if (dim < 0 || dim > rank) {
-    return ValueErrorCat("unsqueeze: position ", dim, " is out of range [0, ",
-                         rank, "]");
-  }
-  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
-    Modes out = in;
-    out.insert(out.begin() + dim, Layout());
+  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+    const int64_t rank = in.size();
+    if (dim < 0 || dim > rank) {
+      return ValueErrorCat("unsqueeze: position ", dim, " is out of range [0, ",
+                           rank, "]");
+    }
+    ModeSpecs out;
+    for (int64_t i = 0; i < rank; ++i) {
+      if (i == dim) out.push_back({-1, 1});
+      out.push_back({static_cast<int>(i), 0});
+    }
+    if (dim == rank) out.push_back({-1, 1});
     return out;
   });
 }
@@ -295,40 +336,31 @@ absl::StatusOr<std::vector<int64_t>> TargetExtents(absl::string_view op,
   return extents;
 }
 
-// Source mode `mode` placed at a target extent: kept, or broadcast from
-// extent 1.
-absl::StatusOr<Layout> BroadcastMode(absl::string_view op, int64_t index,
-                                     const Layout& mode, int64_t target) {
-  if (mode.size() == target) return mode;
-  if (mode.size() == 1) return Layout::Create(target, 0);
-  return ValueErrorCat(op, ": mode ", index, " of extent ", mode.size(),
-                       " cannot broadcast to extent ", target);
-}
-
 }  // namespace
 
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
                                    const IntTuple& shape) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
                           TargetExtents("broadcast_to", shape));
-  const int64_t rank = Rank(tensor.layout());
-  if (static_cast<int64_t>(target.size()) < rank) {
-    return ValueErrorCat("broadcast_to: shape ", shape.ToString(), " has ",
-                         target.size(), " modes, fewer than the Tensor's ",
-                         rank);
-  }
-  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
-    Modes out;
-    const int64_t lead = target.size() - in.size();
+  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+    const int64_t rank = in.size();
+    if (static_cast<int64_t>(target.size()) < rank) {
+      return ValueErrorCat("broadcast_to: shape ", shape.ToString(), " has ",
+                           target.size(), " modes, fewer than the Tensor's ",
+                           rank);
+    }
+    ModeSpecs out;
+    const int64_t lead = target.size() - rank;
     for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
-      if (p < lead) {
-        STRATA_ASSIGN_OR_RETURN(Layout m, Layout::Create(target[p], 0));
-        out.push_back(m);
+      const int64_t source = p - lead;
+      if (source < 0 || (in[source] == 1 && target[p] != 1)) {
+        out.push_back({-1, target[p]});
+      } else if (in[source] == target[p]) {
+        out.push_back({static_cast<int>(source), 0});
       } else {
-        STRATA_ASSIGN_OR_RETURN(
-            Layout m,
-            BroadcastMode("broadcast_to", p - lead, in[p - lead], target[p]));
-        out.push_back(m);
+        return ValueErrorCat("broadcast_to: mode ", source, " of extent ",
+                             in[source], " cannot broadcast to extent ",
+                             target[p]);
       }
     }
     return out;
@@ -340,30 +372,34 @@ absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
                                       absl::Span<const int64_t> dims) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
                           TargetExtents("broadcast_in_dim", shape));
-  const int64_t rank = Rank(tensor.layout());
-  bool valid = static_cast<int64_t>(dims.size()) == rank;
-  for (size_t i = 0; valid && i < dims.size(); ++i) {
-    valid = dims[i] >= 0 && dims[i] < static_cast<int64_t>(target.size()) &&
-            (i == 0 || dims[i] > dims[i - 1]);
-  }
-  if (!valid) {
-    return ValueErrorCat(
-        "broadcast_in_dim: dims (", absl::StrJoin(dims, ","), ") must be ",
-        rank, " strictly increasing positions in shape ", shape.ToString());
-  }
-  return MapModes(tensor, [&](const Modes& in) -> absl::StatusOr<Modes> {
-    Modes out;
+  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+    const int64_t rank = in.size();
+    bool valid = static_cast<int64_t>(dims.size()) == rank;
+    for (size_t i = 0; valid && i < dims.size(); ++i) {
+      valid = dims[i] >= 0 && dims[i] < static_cast<int64_t>(target.size()) &&
+              (i == 0 || dims[i] > dims[i - 1]);
+    }
+    if (!valid) {
+      return ValueErrorCat(
+          "broadcast_in_dim: dims (", absl::StrJoin(dims, ","), ") must be ",
+          rank, " strictly increasing positions in shape ", shape.ToString());
+    }
+    ModeSpecs out;
     size_t source = 0;
     for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
       if (source < dims.size() && dims[source] == p) {
-        STRATA_ASSIGN_OR_RETURN(
-            Layout m,
-            BroadcastMode("broadcast_in_dim", source, in[source], target[p]));
-        out.push_back(m);
+        if (in[source] == target[p]) {
+          out.push_back({static_cast<int>(source), 0});
+        } else if (in[source] == 1) {
+          out.push_back({-1, target[p]});
+        } else {
+          return ValueErrorCat("broadcast_in_dim: mode ", source, " of extent ",
+                               in[source], " cannot broadcast to extent ",
+                               target[p]);
+        }
         ++source;
       } else {
-        STRATA_ASSIGN_OR_RETURN(Layout m, Layout::Create(target[p], 0));
-        out.push_back(m);
+        out.push_back({-1, target[p]});
       }
     }
     return out;
