@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -165,6 +166,45 @@ TEST(CodecTest, ParseErrorsNameLineAndColumn) {
   EXPECT_FALSE(ParseText("offset: 99999999999999999999999").ok());
 }
 
+TEST(CodecTest, HugeRepeatedFieldsFailFast) {
+  proto::RepresentationProto p = Text(kMx);
+  for (int i = 0; i < 200000; ++i)
+    p.add_adjacent_layouts("(4,(32,2)):(1,(0,4))");
+  const absl::Status count = Replay(p).status();
+  EXPECT_TRUE(IsValueError(count));
+  EXPECT_NE(count.message().find("got 200001"), absl::string_view::npos)
+      << count;
+  proto::RepresentationProto many = Text(kMx);
+  for (int i = 0; i < 100000; ++i) {
+    auto* c = many.add_carriers();
+    c->set_id(absl::StrCat("x", i));
+    c->set_carrier_class("recorded");
+    c->set_dtype("float32");
+  }
+  EXPECT_TRUE(Replay(many).ok()) << "unused carriers are allowed, and cheap";
+}
+
+TEST(CodecTest, InvalidUtf8AndBinaryGarbageNeverCrash) {
+  proto::RepresentationProto p = Text(kMx);
+  p.set_logical_dtype(std::string("mx\xff\xfe", 4));
+  std::string bytes;
+  ASSERT_TRUE(p.SerializeToString(&bytes) || true);
+  proto::RepresentationProto back;
+  if (back.ParseFromString(bytes)) {
+    EXPECT_TRUE(IsValueError(Replay(back).status()));
+  }
+  EXPECT_FALSE(ParseText("logical_dtype: \"\xff\xfe\"").ok() &&
+               Replay(*ParseText("logical_dtype: \"\xff\xfe\"")).ok());
+  for (int n = 0; n < 2000; ++n) {
+    std::string garbage(n % 97, '\0');
+    for (size_t i = 0; i < garbage.size(); ++i)
+      garbage[i] = static_cast<char>(n * 31 + i * 7);
+    proto::RepresentationProto g;
+    if (g.ParseFromString(garbage)) (void)Replay(g);
+    (void)ParseText(garbage);
+  }
+}
+
 TEST(CodecTest, DumpReplayDumpIsStableOverRandomRepresentations) {
   testing::RandomLayouts gen(/*seed=*/11);
   for (int n = 0; n < 500; ++n) {
@@ -193,7 +233,8 @@ TEST(CodecTest, DumpReplayDumpIsStableOverRandomRepresentations) {
       // Registered so that replay finds it by name; no block rule, any S_0.
       static const CompoundDType* two_level = [] {
         const CompoundDType* d = *CompoundDType::Create(
-            "test_two_level", {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()});
+            "test_two_level",
+            {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()});
         EXPECT_TRUE(DTypeRegistry::Global().Register(d).ok());
         return d;
       }();

@@ -39,7 +39,11 @@ case "$command" in
     install_missing
     log=$(mktemp)
     status=0
-    bazel test //... --test_summary=short "$@" 2>&1 | tee "$log" || status=$?
+    # Targets may follow the options (tools/run.sh test --config=tsan //tests:x).
+    targets=()
+    for a in "$@"; do case "$a" in //*) targets+=("$a") ;; esac; done
+    [ ${#targets[@]} -gt 0 ] || set -- "$@" //...
+    bazel test --test_summary=short "$@" 2>&1 | tee "$log" || status=$?
     passed=$(grep -cE '^//[^ ]+ .*PASSED' "$log" || true)
     failed=$(grep -cE '^//[^ ]+ .*(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "$log" || true)
     rm -f "$log"

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with Debian's clang (--config=fuzz) and runs each for
+# SECONDS on a scratch copy of its seed corpus (tests/fuzz/corpus/NAME). A crash input
+# is copied to tests/fuzz/regressions/NAME/ (kept as a regression test once committed)
+# and the script exits 1.   Usage: tools/fuzz.sh SECONDS [NAME...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds="${1:-60}"
+shift || true
+names=("$@")
+[ ${#names[@]} -gt 0 ] || names=(layout replay proto)
+
+missing=()
+for p in clang libclang-rt-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "tools/fuzz.sh: installing ${missing[*]}"
+  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+tools/run.sh build-only
+
+targets=()
+for n in "${names[@]}"; do targets+=("//tests/fuzz:${n}_fuzzer"); done
+bazel build --config=fuzz "${targets[@]}"
+
+status=0
+scratch=$(mktemp -d)
+for n in "${names[@]}"; do
+  mkdir -p "$scratch/$n/corpus" "$scratch/$n/crashes"
+  cp tests/fuzz/corpus/"$n"/* "$scratch/$n/corpus/"
+  echo "== ${n}_fuzzer for ${seconds}s"
+  if ! bazel-bin/tests/fuzz/"${n}"_fuzzer "$scratch/$n/corpus" -max_total_time="$seconds" \
+      -artifact_prefix="$scratch/$n/crashes/" -print_final_stats=1 2>"$scratch/$n/log"; then
+    status=1
+    cp "$scratch/$n/crashes/"* tests/fuzz/regressions/"$n"/ 2>/dev/null || true
+    echo "${n}_fuzzer FOUND A CRASH; inputs copied to tests/fuzz/regressions/$n/"
+    tail -30 "$scratch/$n/log"
+  fi
+  grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$scratch/$n/log" | sed "s/^/  ${n}: /"
+done
+rm -rf "$scratch"
+exit "$status"
