@@ -189,7 +189,7 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
     }
   }
   // Universally valid: build the representation the rules will see.
-  std::shared_ptr<Representation> rep(new Representation);
+  auto rep = std::make_shared<Representation>(PrivateTag{});
   rep->logical_dtype_ = logical_dtype;
   for (size_t i = 0; i < n; ++i) {
     rep->subtensors_.push_back({schema[i], std::move(subtensors[i].carrier),
@@ -208,6 +208,27 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
       STRATA_RETURN_IF_ERROR(rule->Validate(context));
     }
   }
+  return std::shared_ptr<const Representation>(std::move(rep));
+}
+
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
+                               Layout placement) {
+  if (carrier == nullptr)
+    return TypeError("subtensor 0: carrier is not a Carrier");
+  const SimpleDType* dtype = carrier->dtype().AsSimple();
+  if (dtype == nullptr) {
+    return ValueErrorCat(
+        "subtensor 0: carrier dtype ", carrier->dtype().name(), " is a ",
+        carrier->dtype().kind_name(),
+        " dtype and cannot provide the conventional one-subtensor "
+        "storage schema");
+  }
+  STRATA_RETURN_IF_ERROR(CheckPlacementFits(0, *carrier, offset, placement));
+  auto rep = std::make_shared<Representation>(PrivateTag{});
+  rep->logical_dtype_ = dtype;
+  rep->subtensors_.push_back(
+      {dtype, std::move(carrier), offset, std::move(placement)});
   return std::shared_ptr<const Representation>(std::move(rep));
 }
 

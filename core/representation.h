@@ -81,6 +81,14 @@ class Representation {
       const DType* logical_dtype, std::vector<SubtensorCandidate> subtensors,
       std::vector<absl::StatusOr<Layout>> adjacent_layouts);
 
+  // The one-subtensor representation of a simple dtype (the carrier's): exactly
+  // the checks Create makes for it (a simple dtype has one schema entry and no
+  // rules), with one allocation. Tensor::Create and the one-level views use it.
+  // Errors: TypeError for a null carrier; ValueError when the carrier's dtype
+  // is not simple or the placement does not fit (as Create).
+  static absl::StatusOr<std::shared_ptr<const Representation>> CreateOneLevel(
+      std::shared_ptr<Carrier> carrier, int64_t offset, Layout placement);
+
   const DType& logical_dtype() const { return *logical_dtype_; }
   absl::Span<const Subtensor> subtensors() const { return subtensors_; }
   const Subtensor& subtensor(int i) const { return subtensors_[i]; }
@@ -94,7 +102,15 @@ class Representation {
   MutationSnapshot Snapshot() const;
 
  private:
-  Representation() = default;
+  struct PrivateTag {
+    explicit PrivateTag() = default;
+  };
+
+ public:
+  explicit Representation(PrivateTag) {
+  }  // For make_shared inside the factories.
+
+ private:
   const DType* logical_dtype_ = nullptr;
   absl::InlinedVector<Subtensor, 2> subtensors_;
   absl::InlinedVector<Layout, 1> adjacent_layouts_;

@@ -21,10 +21,8 @@ absl::StatusOr<Tensor> Tensor::Create(std::shared_ptr<Carrier> carrier,
                          " dtype and cannot provide the conventional "
                          "one-subtensor storage schema");
   }
-  std::vector<SubtensorCandidate> subtensors;
-  subtensors.push_back({&dtype, carrier, offset, std::move(layout)});
-  auto representation =
-      Representation::Create(&dtype, std::move(subtensors), {});
+  auto representation = Representation::CreateOneLevel(
+      std::move(carrier), offset, std::move(layout));
   if (!representation.ok()) return representation.status();
   return MakeTensor(*std::move(representation));
 }

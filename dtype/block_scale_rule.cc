@@ -12,11 +12,46 @@
 namespace strata {
 namespace {
 
-std::vector<Layout> TopModes(const Layout& layout) {
-  if (layout.shape().is_leaf()) return {layout};
-  std::vector<Layout> modes;
-  for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
-  return modes;
+// Mode i's leaves of `layout` (a coalesced view, computed in place): the first
+// non-trivial (extent, stride) pair after merging, whether every later stride
+// is non-zero, and whether every stride is 0 (a broadcast mode).
+struct ModeShape {
+  int64_t first_extent = 1;
+  int64_t first_stride = 0;
+  bool later_nonzero = true;
+  bool broadcast = true;
+};
+
+ModeShape Inspect(const Layout& layout, const IntTuple::Elements& elements,
+                  int i) {
+  ModeShape m;
+  const auto extents = layout.shape().leaves();
+  const auto strides = layout.stride().leaves();
+  int64_t extent = 0, stride = 0;  // The coalesced leaf being built.
+  int pieces = 0;
+  auto flush = [&]() {
+    if (pieces == 0) {
+      m.first_extent = extent;
+      m.first_stride = stride;
+    } else if (stride == 0) {
+      m.later_nonzero = false;
+    }
+    ++pieces;
+  };
+  for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+    if (extents[k] == 1) continue;
+    if (strides[k] != 0) m.broadcast = false;
+    if (extent != 0 &&
+        strides[k] == extent * stride) {  // Bounded by the layout.
+      extent *= extents[k];
+      continue;
+    }
+    if (extent != 0) flush();
+    extent = extents[k];
+    stride = strides[k];
+  }
+  if (extent != 0) flush();
+  return m;
 }
 
 }  // namespace
@@ -25,35 +60,36 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
     const RepresentationValidationContext& context) const {
   const auto adjacent = context.adjacent_layouts();
   const auto placements = context.placement_layouts();
-  const std::string dtype = context.logical_dtype().name();
   if (adjacent.empty()) {
-    return ValueErrorCat(dtype,
+    return ValueErrorCat(context.logical_dtype().name(),
                          ": block-scaled representations need a scale level");
   }
   const Layout& s0 = adjacent[0];
-  const std::vector<Layout> s_modes = TopModes(s0);
-  const std::vector<Layout> l_modes = TopModes(placements[0]);
-  std::vector<int> blocked;
-  std::vector<std::string> seen;
-  for (size_t i = 0; i < s_modes.size(); ++i) {
-    const Layout coalesced = Coalesce(s_modes[i]);
-    seen.push_back(absl::StrCat("mode ", i, " -> ", coalesced.ToString()));
-    const auto extents = coalesced.shape().leaves();
-    const auto strides = coalesced.stride().leaves();
-    if (extents.empty() || extents[0] != block_size_ || strides[0] != 0)
+  const IntTuple::Elements elements = s0.shape().TopElements();
+  int blocked = -1;
+  int count = 0;
+  for (int i = 0; i < elements.size(); ++i) {
+    const ModeShape s = Inspect(s0, elements, i);
+    if (s.first_extent != block_size_ || s.first_stride != 0 ||
+        !s.later_nonzero)
       continue;
-    bool later_nonzero = true;
-    for (size_t k = 1; k < strides.size(); ++k)
-      later_nonzero &= strides[k] != 0;
-    const bool broadcast = Coalesce(l_modes[i]).cosize() <= 1;
-    if (later_nonzero && !broadcast) blocked.push_back(static_cast<int>(i));
+    if (Inspect(placements[0], elements, i).broadcast) continue;
+    blocked = i;
+    ++count;
   }
-  if (blocked.size() == 1) return blocked[0];
+  if (count == 1) return blocked;
+  // Only now, for the message: what each mode of S_0 does instead.
+  std::vector<std::string> seen;
+  for (int i = 0; i < elements.size(); ++i) {
+    const Layout mode = s0.shape().is_leaf() ? s0 : s0.mode(i);
+    seen.push_back(absl::StrCat("mode ", i, " -> ", Coalesce(mode).ToString()));
+  }
   return ValueErrorCat(
-      dtype, " needs one scale per aligned block of ", block_size_,
+      context.logical_dtype().name(), " needs one scale per aligned block of ",
+      block_size_,
       " values along exactly one mode: S_0 coalesced by mode must be (",
       block_size_, ",...):(0,...) on one mode, but S_0 = ", s0.ToString(),
-      " has ", blocked.size(), " such modes (", absl::StrJoin(seen, "; "), ")");
+      " has ", count, " such modes (", absl::StrJoin(seen, "; "), ")");
 }
 
 absl::Status BlockScaleRule::Validate(

@@ -337,6 +337,37 @@ absl::StatusOr<Layout> MakeLayout(absl::Span<const Layout> modes) {
   return Layout::Create(IntTuple::Tuple(shapes), IntTuple::Tuple(strides));
 }
 
+bool ModeAsSingleStride(const Layout& layout,
+                        const IntTuple::Elements& elements, int i,
+                        int64_t* extent, int64_t* stride) {
+  const auto extents = layout.shape().leaves();
+  const auto strides = layout.stride().leaves();
+  int64_t e = 1, d = 0;
+  bool started = false;
+  for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+    if (extents[k] == 1) continue;
+    if (!started) {
+      e = extents[k];
+      d = strides[k];
+      started = true;
+    } else if (strides[k] ==
+               e * d) {  // Bounded by the layout's own arithmetic.
+      e *= extents[k];
+    } else {
+      return false;
+    }
+  }
+  if (extents.size() > 0 && elements.leaf[i] < elements.leaf[i + 1]) {
+    // An extent-0 leaf makes the whole mode empty.
+    for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+      if (extents[k] == 0) e = 0;
+    }
+  }
+  *extent = e;
+  *stride = d;
+  return true;
+}
+
 Layout Coalesce(const Layout& layout) {
   if (layout.size() == 0) return *Layout::Create(0, 0);
   // Same function, so same (already validated) bounds.

@@ -28,6 +28,14 @@ absl::StatusOr<Layout> MakeLayout(absl::Span<const Layout> modes);
 // empty one gives 0:0).
 Layout Coalesce(const Layout& layout);
 
+// Top-level mode i of `layout` (elements = layout.shape().TopElements()) as a
+// single (extent, stride) after coalescing, in O(leaves of the mode) without
+// building Layouts; false when the mode needs several strides. Extent-1 modes
+// give (1, 0).
+bool ModeAsSingleStride(const Layout& layout,
+                        const IntTuple::Elements& elements, int i,
+                        int64_t* extent, int64_t* stride);
+
 // Coalesces mode by mode following `profile`: an integer profile coalesces the
 // whole layout; a tuple profile of rank r coalesces modes 0..r-1 each per
 // profile[i] and keeps the other modes. @post R(i) == L(i) for all i. Errors

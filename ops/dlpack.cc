@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/errors.h"
@@ -79,15 +80,18 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
                          " carrier holds no host data");
   }
   auto context = std::make_unique<ExportContext>();
-  for (const Layout& mode : LogicalModes(tensor.layout())) {
-    const Layout c = Coalesce(mode);
-    if (!c.shape().is_leaf()) {
+  const Layout& layout = tensor.layout();
+  const IntTuple::Elements elements = layout.shape().TopElements();
+  for (int i = 0; i < elements.size(); ++i) {
+    int64_t extent, stride;
+    if (!ModeAsSingleStride(layout, elements, i, &extent, &stride)) {
+      const Layout mode = layout.mode(i);
       return ValueErrorCat("ToDLPack: mode ", mode.ToString(), " of ",
-                           tensor.layout().ToString(),
+                           layout.ToString(),
                            " does not coalesce to one extent and one stride");
     }
-    context->shape.push_back(mode.size());
-    context->strides.push_back(c.stride().value());
+    context->shape.push_back(extent);
+    context->strides.push_back(stride);
   }
   context->carrier = tensor.carrier();
   DLTensor& t = context->managed.dl_tensor;
