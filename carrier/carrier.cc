@@ -77,6 +77,12 @@ absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
       data = reinterpret_cast<void*>(aligned);
       madvise(data, allocated, MADV_HUGEPAGE);
       mapped = true;
+    } else {
+      // No fallback to the heap: a size the kernel refuses to map (say 34 GB
+      // asked by a replayed text) is an error, never an abort.
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot map ", allocated, " bytes for a host carrier of ", size, " ",
+          dtype->name(), " values"));
     }
   }
   if (allocated > 0 && data == nullptr) {

@@ -154,6 +154,27 @@ bool IsArithmetic(const SimpleDType& d) {
 // --- Copy
 // --------------------------------------------------------------------------
 
+// NOTE [ Blocked transposing copy ]: rows of both sides are a power of two
+// apart for square matrices, so they share L1 sets. Each source line of a tile
+// is read once into a small buffer, transposed there, and each destination line
+// written once. Inlined with constant bounds for whole tiles, the loops unroll
+// and vectorize.
+constexpr int64_t kTransposeTile = 16;
+
+template <typename T>
+inline void CopyTile(T* to, const T* from, int64_t to_row_stride,
+                     int64_t from_column_stride, int64_t rows, int64_t cols) {
+  T buffer[kTransposeTile * kTransposeTile];
+  for (int64_t j = 0; j < cols; ++j) {
+    const T* line = from + j * from_column_stride;
+    for (int64_t i = 0; i < rows; ++i) buffer[i * kTransposeTile + j] = line[i];
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    T* line = to + i * to_row_stride;
+    for (int64_t j = 0; j < cols; ++j) line[j] = buffer[i * kTransposeTile + j];
+  }
+}
+
 // dst[c] = src[c] for same-shaped views (src broadcast already aligned by
 // access).
 void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
@@ -185,40 +206,19 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
         std::array<std::vector<ModeAccess>, 2> outer_ops = {
             std::vector<ModeAccess>(dst_access.begin(), dst_access.end() - 2),
             std::vector<ModeAccess>(src_access.begin(), src_access.end() - 2)};
-        // Rows of both sides are a power-of-two apart for square matrices, so
-        // they share L1 sets: each source line is read once into a small
-        // buffer, transposed there, and each destination line written once.
-        constexpr int64_t kTile = 16;
         ForEachIndex<2>(
             outer, outer_ops, bases, [&](const std::array<int64_t, 2>& b) {
-              T buffer[kTile * kTile];
-              for (int64_t i0 = 0; i0 < rows; i0 += kTile) {
-                const int64_t ni = std::min(kTile, rows - i0);
-                for (int64_t j0 = 0; j0 < cols; j0 += kTile) {
-                  const int64_t nj = std::min(kTile, cols - j0);
-                  if (ni == kTile &&
-                      nj == kTile) {  // Constant bounds: unrolled, vectorized.
-                    for (int64_t jj = 0; jj < kTile; ++jj) {
-                      const T* line = s + b[1] + (j0 + jj) * ss + i0;
-                      for (int64_t ii = 0; ii < kTile; ++ii)
-                        buffer[ii * kTile + jj] = line[ii];
-                    }
-                    for (int64_t ii = 0; ii < kTile; ++ii) {
-                      T* line = o + b[0] + (i0 + ii) * ds + j0;
-                      for (int64_t jj = 0; jj < kTile; ++jj)
-                        line[jj] = buffer[ii * kTile + jj];
-                    }
-                    continue;
-                  }
-                  for (int64_t jj = 0; jj < nj; ++jj) {
-                    const T* line = s + b[1] + (j0 + jj) * ss + i0;
-                    for (int64_t ii = 0; ii < ni; ++ii)
-                      buffer[ii * kTile + jj] = line[ii];
-                  }
-                  for (int64_t ii = 0; ii < ni; ++ii) {
-                    T* line = o + b[0] + (i0 + ii) * ds + j0;
-                    for (int64_t jj = 0; jj < nj; ++jj)
-                      line[jj] = buffer[ii * kTile + jj];
+              for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile) {
+                const int64_t ni = std::min(kTransposeTile, rows - i0);
+                for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile) {
+                  const int64_t nj = std::min(kTransposeTile, cols - j0);
+                  T* to = o + b[0] + i0 * ds + j0;
+                  const T* from = s + b[1] + j0 * ss + i0;
+                  if (ni == kTransposeTile && nj == kTransposeTile) {
+                    CopyTile(to, from, ds, ss, kTransposeTile,
+                             kTransposeTile);  // Unrolled.
+                  } else {
+                    CopyTile(to, from, ds, ss, ni, nj);
                   }
                 }
               }

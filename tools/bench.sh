@@ -21,18 +21,10 @@ done
 out="$1"
 mkdir -p "$out/raw"
 
+source tools/install.sh
 need=(python3)
 [ "$peer" = 1 ] && need+=(libtorch-dev)
-missing=()
-for p in "${need[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "tools/bench.sh: installing ${missing[*]}"
-  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+install_packages "${need[@]}"
 tools/run.sh build-only >/dev/null 2>&1 || true  # Installs Strata's own build dependencies.
 
 targets=$(bazel query 'attr(tags, "\bbenchmark\b", kind(cc_binary, //...))' 2>/dev/null)

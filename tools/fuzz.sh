@@ -10,16 +10,8 @@ shift || true
 names=("$@")
 [ ${#names[@]} -gt 0 ] || names=(layout replay proto)
 
-missing=()
-for p in clang libclang-rt-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "tools/fuzz.sh: installing ${missing[*]}"
-  sudo=(); [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
+source tools/install.sh
+install_packages clang libclang-rt-dev
 tools/run.sh build-only
 
 targets=()

@@ -10,21 +10,8 @@ cd "$(dirname "$0")/.."
 packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libdlpack-dev)
 
-install_missing() {
-  local missing=()
-  for p in "${packages[@]}"; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
-      missing+=("$p")
-  done
-  [ ${#missing[@]} -eq 0 ] && return 0
-  echo "tools/run.sh: installing missing Debian packages: ${missing[*]}"
-  local sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
-  echo "tools/run.sh: installed ${missing[*]}"
-}
+source tools/install.sh
+install_missing() { install_packages "${packages[@]}"; }
 
 command="${1:-}"
 [ $# -gt 0 ] && shift
