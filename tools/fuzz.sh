@@ -20,11 +20,13 @@ bazel build --config=fuzz "${targets[@]}"
 
 status=0
 scratch=$(mktemp -d)
+# Copy the binaries now: bazel-bin follows whatever configuration builds next.
+for n in "${names[@]}"; do cp -L bazel-bin/tests/fuzz/"${n}"_fuzzer "$scratch/"; done
 for n in "${names[@]}"; do
   mkdir -p "$scratch/$n/corpus" "$scratch/$n/crashes"
   cp tests/fuzz/corpus/"$n"/* "$scratch/$n/corpus/"
   echo "== ${n}_fuzzer for ${seconds}s"
-  if ! bazel-bin/tests/fuzz/"${n}"_fuzzer "$scratch/$n/corpus" -max_total_time="$seconds" \
+  if ! "$scratch/${n}_fuzzer" "$scratch/$n/corpus" -max_total_time="$seconds" \
       -artifact_prefix="$scratch/$n/crashes/" -print_final_stats=1 2>"$scratch/$n/log"; then
     status=1
     cp "$scratch/$n/crashes/"* tests/fuzz/regressions/"$n"/ 2>/dev/null || true
