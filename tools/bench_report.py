@@ -34,7 +34,7 @@ def main(raw_dir, out_json, out_md):
             if name.endswith("/strata"):
                 torch = medians.get(name[: -len("strata")] + "torch")
                 if torch:
-                    ratio = "%.1f x faster than libtorch" % (torch["real_time"] / m["real_time"])
+                    ratio = "%.2f (libtorch time / Strata time)" % (torch["real_time"] / m["real_time"])
             rate = ""
             if "bytes_per_second" in m:
                 rate = "%.2f GB/s" % (m["bytes_per_second"] / 1e9)
