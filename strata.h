@@ -1,6 +1,8 @@
 // Strata's public API in one header: dtypes (and the
 // RepresentationValidationContext protocol of representation rules), carriers,
-// layouts and their algebra, and Tensor.
+// layouts and their algebra, Tensor, the views, the operations (quantization,
+// DLPack and autograd included) and the text codec. Multi-subtensor
+// construction (core/representation.h) is not part of it.
 #ifndef STRATA_STRATA_H_
 #define STRATA_STRATA_H_
 
@@ -11,11 +13,18 @@
 #include "core/status_macros.h"         // IWYU pragma: export
 #include "core/tensor.h"                // IWYU pragma: export
 #include "dtype/dtype.h"                // IWYU pragma: export
+#include "dtype/float_formats.h"        // IWYU pragma: export
 #include "dtype/packing.h"              // IWYU pragma: export
 #include "dtype/registry.h"             // IWYU pragma: export
 #include "dtype/representation_rule.h"  // IWYU pragma: export
 #include "layout/algebra.h"             // IWYU pragma: export
 #include "layout/int_tuple.h"           // IWYU pragma: export
 #include "layout/layout.h"              // IWYU pragma: export
+#include "ops/autograd.h"               // IWYU pragma: export
+#include "ops/dlpack.h"                 // IWYU pragma: export
+#include "ops/ops.h"                    // IWYU pragma: export
+#include "ops/quantize.h"               // IWYU pragma: export
+#include "proto/codec.h"                // IWYU pragma: export
+#include "views/views.h"                // IWYU pragma: export
 
 #endif  // STRATA_STRATA_H_

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier_registry.h"
 #include "core/errors.h"
+#include "core/representation.h"
 #include "core/status_macros.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"

@@ -22,11 +22,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "core/representation.h"
 #include "core/tensor.h"
 #include "proto/representation.pb.h"
 
 namespace strata {
+
+class Representation;  // core/representation.h, for Strata's own packages.
 
 struct DumpOptions {
   // Include each carrier's values as packed little-endian bytes.
