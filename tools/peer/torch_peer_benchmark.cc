@@ -1,10 +1,9 @@
-// Strata next to libtorch (PyTorch 1.13's C++ library), single-threaded, in one process.
-// Pairs are named .../strata and .../torch; tools/bench_report.py reports the ratio.
-// Tensors cross between the two through DLPack (ToDLPack -> at::fromDLPack), and the
-// values are compared before any timing.
-#include <torch/torch.h>
-
+// Strata next to libtorch (PyTorch 1.13's C++ library), single-threaded, in one
+// process. Pairs are named .../strata and .../torch; tools/bench_report.py
+// reports the ratio. Tensors cross between the two through DLPack (ToDLPack ->
+// at::fromDLPack), and the values are compared before any timing.
 #include <ATen/DLConvertor.h>
+#include <torch/torch.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -25,7 +24,8 @@ namespace {
 
 constexpr int64_t kN = 4096;
 
-// A touched (written) Tensor: untouched fresh pages would make every first read fault.
+// A touched (written) Tensor: untouched fresh pages would make every first read
+// fault.
 Tensor Touched(std::vector<int64_t> shape) {
   Tensor t = *Zeros(*dtypes::Float32(), shape);
   (void)Fill(t, Scalar::Float(1.0));
@@ -34,12 +34,14 @@ Tensor Touched(std::vector<int64_t> shape) {
 
 Tensor StrataRank4() {
   const Layout l = *ParseLayout("(8,16,32,64):(32768,2048,64,1)");
-  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0, l);
+  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0,
+                         l);
 }
 
 at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
-// --- Construction ---------------------------------------------------------------
+// --- Construction
+// ---------------------------------------------------------------
 
 void Create(benchmark::State& state, const char* layout_text, bool strata) {
   const Layout layout = *ParseLayout(layout_text);
@@ -51,30 +53,35 @@ void Create(benchmark::State& state, const char* layout_text, bool strata) {
   strides.assign(steps.begin(), steps.end());
   void* data = carrier->mutable_data();
   if (strata) {
-    for (auto _ : state) benchmark::DoNotOptimize(Tensor::Create(carrier, 0, layout));
+    for (auto _ : state)
+      benchmark::DoNotOptimize(Tensor::Create(carrier, 0, layout));
   } else {
-    for (auto _ : state) benchmark::DoNotOptimize(torch::from_blob(data, sizes, strides));
+    for (auto _ : state)
+      benchmark::DoNotOptimize(torch::from_blob(data, sizes, strides));
   }
 }
-BENCHMARK_CAPTURE(Create, rank1/strata, "1024:1", true);
-BENCHMARK_CAPTURE(Create, rank1/torch, "1024:1", false);
-BENCHMARK_CAPTURE(Create, rank2/strata, "(32,64):(64,1)", true);
-BENCHMARK_CAPTURE(Create, rank2/torch, "(32,64):(64,1)", false);
-BENCHMARK_CAPTURE(Create, rank4/strata, "(8,16,32,64):(32768,2048,64,1)", true);
-BENCHMARK_CAPTURE(Create, rank4/torch, "(8,16,32,64):(32768,2048,64,1)", false);
+BENCHMARK_CAPTURE(Create, rank1 / strata, "1024:1", true);
+BENCHMARK_CAPTURE(Create, rank1 / torch, "1024:1", false);
+BENCHMARK_CAPTURE(Create, rank2 / strata, "(32,64):(64,1)", true);
+BENCHMARK_CAPTURE(Create, rank2 / torch, "(32,64):(64,1)", false);
+BENCHMARK_CAPTURE(Create, rank4 / strata, "(8,16,32,64):(32768,2048,64,1)",
+                  true);
+BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
+                  false);
 
-// --- Views on (8,16,32,64) -------------------------------------------------------
+// --- Views on (8,16,32,64)
+// -------------------------------------------------------
 
-#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)                        \
-  void name##_strata(benchmark::State& state) {                               \
-    const Tensor t = StrataRank4();                                           \
-    for (auto _ : state) benchmark::DoNotOptimize(strata_expr);               \
-  }                                                                           \
-  void name##_torch(benchmark::State& state) {                                \
-    const at::Tensor t = TorchRank4();                                        \
-    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);                \
-  }                                                                           \
-  BENCHMARK(name##_strata)->Name(#name "/strata");                            \
+#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)         \
+  void name##_strata(benchmark::State& state) {                 \
+    const Tensor t = StrataRank4();                             \
+    for (auto _ : state) benchmark::DoNotOptimize(strata_expr); \
+  }                                                             \
+  void name##_torch(benchmark::State& state) {                  \
+    const at::Tensor t = TorchRank4();                          \
+    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);  \
+  }                                                             \
+  BENCHMARK(name##_strata)->Name(#name "/strata");              \
   BENCHMARK(name##_torch)->Name(#name "/torch");
 
 const std::vector<int64_t> kPerm = {3, 1, 2, 0};
@@ -83,7 +90,8 @@ STRATA_VIEW_PAIR(SliceStep, Slice(t, 1, 2, 14, 3), t.slice(1, 2, 14, 3))
 STRATA_VIEW_PAIR(Reshape, Reshape(t, IntTuple::Tuple({128, 32, 64})),
                  t.view({128, 32, 64}))
 STRATA_VIEW_PAIR(AsStrided,
-                 AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"), 32768),
+                 AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"),
+                           32768),
                  t.as_strided({4, 16, 32, 64}, {32768, 2048, 64, 1}, 32768))
 STRATA_VIEW_PAIR(Expand, BroadcastTo(t, IntTuple::Tuple({4, 8, 16, 32, 64})),
                  t.expand({4, 8, 16, 32, 64}))
@@ -100,7 +108,8 @@ void Squeeze_torch(benchmark::State& state) {
 BENCHMARK(Squeeze_strata)->Name("Squeeze/strata");
 BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
 
-// --- DLPack ----------------------------------------------------------------------
+// --- DLPack
+// ----------------------------------------------------------------------
 
 void ToDLPack_strata(benchmark::State& state) {
   const Tensor t = StrataRank4();
@@ -121,7 +130,8 @@ void ToDLPack_torch(benchmark::State& state) {
 BENCHMARK(ToDLPack_strata)->Name("ToDLPack/strata");
 BENCHMARK(ToDLPack_torch)->Name("ToDLPack/torch");
 
-// --- Kernels on 4096x4096 float32 -------------------------------------------------
+// --- Kernels on 4096x4096 float32
+// -------------------------------------------------
 
 void Memcpy64MiB(benchmark::State& state) {
   std::vector<char> a(kN * kN * 4, 1), b(kN * kN * 4);
@@ -143,8 +153,12 @@ void ContiguousTransposed_torch(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(t.contiguous());
   state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
 }
-BENCHMARK(ContiguousTransposed_strata)->Name("ContiguousTransposed/strata")->Unit(benchmark::kMillisecond);
-BENCHMARK(ContiguousTransposed_torch)->Name("ContiguousTransposed/torch")->Unit(benchmark::kMillisecond);
+BENCHMARK(ContiguousTransposed_strata)
+    ->Name("ContiguousTransposed/strata")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(ContiguousTransposed_torch)
+    ->Name("ContiguousTransposed/torch")
+    ->Unit(benchmark::kMillisecond);
 
 void CopyTransposedInto_strata(benchmark::State& state) {
   const Tensor t = *Permute(Touched({kN, kN}), {1, 0});
@@ -158,8 +172,12 @@ void CopyTransposedInto_torch(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(out.copy_(t));
   state.SetBytesProcessed(state.iterations() * 2 * kN * kN * 4);
 }
-BENCHMARK(CopyTransposedInto_strata)->Name("CopyTransposedInto/strata")->Unit(benchmark::kMillisecond);
-BENCHMARK(CopyTransposedInto_torch)->Name("CopyTransposedInto/torch")->Unit(benchmark::kMillisecond);
+BENCHMARK(CopyTransposedInto_strata)
+    ->Name("CopyTransposedInto/strata")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(CopyTransposedInto_torch)
+    ->Name("CopyTransposedInto/torch")
+    ->Unit(benchmark::kMillisecond);
 
 void AddOut_strata(benchmark::State& state) {
   const Tensor a = Touched({kN, kN});
@@ -194,10 +212,15 @@ void Scatter_torch(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(dst.scatter_(0, index, src));
   state.SetItemsProcessed(state.iterations() * (1 << 20));
 }
-BENCHMARK(Scatter_strata)->Name("Scatter1MInto4M/strata")->Unit(benchmark::kMillisecond);
-BENCHMARK(Scatter_torch)->Name("Scatter1MInto4M/torch")->Unit(benchmark::kMillisecond);
+BENCHMARK(Scatter_strata)
+    ->Name("Scatter1MInto4M/strata")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(Scatter_torch)
+    ->Name("Scatter1MInto4M/torch")
+    ->Unit(benchmark::kMillisecond);
 
-// A Strata Tensor exported through DLPack and read by libtorch must hold the same values.
+// A Strata Tensor exported through DLPack and read by libtorch must hold the
+// same values.
 void CheckDLPackExchange() {
   Tensor t = *Zeros(*dtypes::Float32(), {6, 7});
   auto* data = static_cast<float*>(t.carrier()->mutable_data());
@@ -210,14 +233,17 @@ void CheckDLPackExchange() {
           GetItem(view, IntTuple::Tuple({i, j}))->as_double();
       const double torch_value = imported.index({i, j}).item<float>();
       if (strata_value != torch_value) {
-        std::fprintf(stderr, "DLPack exchange mismatch at (%ld,%ld): %g vs %g\n",
+        std::fprintf(stderr,
+                     "DLPack exchange mismatch at (%ld,%ld): %g vs %g\n",
                      static_cast<long>(i), static_cast<long>(j), strata_value,
                      torch_value);
         std::exit(1);
       }
     }
   }
-  std::fprintf(stderr, "DLPack exchange: Strata (3,6) view read by libtorch, values equal\n");
+  std::fprintf(
+      stderr,
+      "DLPack exchange: Strata (3,6) view read by libtorch, values equal\n");
 }
 
 }  // namespace
