@@ -8,8 +8,6 @@
 #include "dtype/registry.h"
 
 namespace strata {
-namespace {
-
 uint32_t FloatBits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
@@ -20,8 +18,6 @@ float BitsFloat(uint32_t u) {
   std::memcpy(&f, &u, 4);
   return f;
 }
-
-}  // namespace
 
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;

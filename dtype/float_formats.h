@@ -14,6 +14,10 @@
 
 namespace strata {
 
+// The IEEE binary32 bit pattern of a float, and back.
+uint32_t FloatBits(float value);
+float BitsFloat(uint32_t bits);
+
 float HalfToFloat(uint16_t bits);
 uint16_t FloatToHalf(float value);
 float BFloat16ToFloat(uint16_t bits);

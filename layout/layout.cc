@@ -154,6 +154,16 @@ std::string Layout::ToString() const {
   return absl::StrCat(shape_.ToString(), ":", stride_.ToString());
 }
 
+absl::InlinedVector<Layout, 4> TopLevelModes(const Layout& layout) {
+  absl::InlinedVector<Layout, 4> modes;
+  if (layout.shape().is_leaf()) {
+    modes.push_back(layout);
+  } else {
+    for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
+  }
+  return modes;
+}
+
 bool FunctionallyEqual(const Layout& a, const Layout& b) {
   if (a.size() != b.size()) return false;
   for (int64_t i = 0; i < a.size(); ++i) {

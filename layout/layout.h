@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <string>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "layout/int_tuple.h"
@@ -94,6 +95,10 @@ class Layout {
   int64_t max_index_;
   int64_t min_index_;
 };
+
+// The top-level modes of a Tensor's logical layout; an integer layout is one
+// mode.
+absl::InlinedVector<Layout, 4> TopLevelModes(const Layout& layout);
 
 // Same size and the same value at every linear coordinate (O(size): for tests
 // and tools).

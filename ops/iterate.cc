@@ -23,7 +23,7 @@ ModeAccess MakeModeAccess(const Layout& mode, bool broadcast) {
 std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix) {
-  const std::vector<Layout> modes = LogicalModes(layout);
+  const auto modes = TopLevelModes(layout);
   const int64_t lead = static_cast<int64_t>(extents.size()) - modes.size();
   std::vector<ModeAccess> out(extents.size());
   for (size_t p = 0; p < extents.size(); ++p) {

@@ -28,7 +28,7 @@ namespace {
 
 std::vector<int64_t> ShapeOf(const Tensor& t) {
   std::vector<int64_t> shape;
-  for (const Layout& m : LogicalModes(t.layout())) shape.push_back(m.size());
+  for (const Layout& m : TopLevelModes(t.layout())) shape.push_back(m.size());
   return shape;
 }
 
@@ -709,7 +709,7 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
 
 bool IsCompactRowMajor(const Tensor& a) {
   if (a.size() <= 1) return true;
-  std::vector<Layout> modes = LogicalModes(a.layout());
+  auto modes = TopLevelModes(a.layout());
   std::reverse(modes.begin(), modes.end());
   auto reversed = MakeLayout(modes);
   if (!reversed.ok()) return false;
@@ -768,7 +768,7 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
     }
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "Scatter"));
-  const std::vector<Layout> dmodes = LogicalModes(dst.layout());
+  const auto dmodes = TopLevelModes(dst.layout());
   std::vector<ModeAccess> dst_access =
       AlignedAccess(dst.layout(), ishape, true);
   dst_access[mode] = ModeAccess();  // The index value chooses this coordinate.

@@ -22,12 +22,6 @@
 namespace strata {
 namespace {
 
-uint32_t Bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-
 // Fast round-to-nearest-even encoders for |y| of a float; exact for every float
 // and checked against MiniFloat::EncodeSaturating in the tests.
 inline uint8_t EncodeE4M3(float y) {
@@ -37,7 +31,7 @@ inline uint8_t EncodeE4M3(float y) {
   if (a < 0x1p-6f) {
     return a == 0 ? 0 : sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f));
   }
-  uint32_t u = Bits(a);
+  uint32_t u = FloatBits(a);
   u += (1u << 19) - 1 + ((u >> 20) & 1u);  // Round the 20 dropped bits to even.
   return sign | static_cast<uint8_t>((u >> 20) - ((127 - 7) << 3));
 }
@@ -51,7 +45,7 @@ inline uint8_t EncodeE2M1(float y) {
     const uint8_t code = static_cast<uint8_t>(std::nearbyint(a * 2.0f));
     return code == 0 ? 0 : sign | code;
   }
-  uint32_t u = Bits(a);
+  uint32_t u = FloatBits(a);
   u += (1u << 21) - 1 + ((u >> 22) & 1u);
   return sign | static_cast<uint8_t>((u >> 22) - ((127 - 1) << 1));
 }
@@ -102,7 +96,7 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
         " is not a block-scaled format (mxfp8_e4m3, mxfp4, nvfp4)");
   }
   const int64_t block = rule->block_size();
-  const std::vector<Layout> modes = LogicalModes(src.layout());
+  const auto modes = TopLevelModes(src.layout());
   const int64_t rank = modes.size();
   if (blocked_mode < 0 || blocked_mode >= rank) {
     return ValueErrorCat("QuantizeBlockScaled: blocked mode ", blocked_mode,
@@ -200,12 +194,12 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
           const float* p = f32 + base + block_off[b * block];
           for (int64_t t = 0; t < block; ++t) {
             v[t] = p[t * block_stride];
-            max_bits = std::max(max_bits, Bits(v[t]) & 0x7FFFFFFFu);
+            max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
           }
         } else {
           for (int64_t t = 0; t < block; ++t) {
             v[t] = source.Load(base + block_off[b * block + t]);
-            max_bits = std::max(max_bits, Bits(v[t]) & 0x7FFFFFFFu);
+            max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
           }
         }
         const bool finite = max_bits < 0x7F800000u;

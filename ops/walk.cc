@@ -5,15 +5,8 @@
 
 namespace strata {
 
-std::vector<Layout> LogicalModes(const Layout& layout) {
-  if (layout.shape().is_leaf()) return {layout};
-  std::vector<Layout> modes;
-  for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
-  return modes;
-}
-
-std::vector<int64_t> RowMajorOffsets(const std::vector<Layout>& modes,
-                                     int begin, int end) {
+std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
+                                     int end) {
   std::vector<int64_t> offsets = {0};
   for (int j = begin; j < end; ++j) {
     const Layout& mode = modes[j];

@@ -6,19 +6,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "layout/layout.h"
 
 namespace strata {
 
-// The top-level modes of a Tensor's logical layout (an integer layout is one
-// mode).
-std::vector<Layout> LogicalModes(const Layout& layout);
-
 // offsets[r] = L(coordinate r), r enumerating modes [begin, end) in row-major
 // order (later modes fastest); other modes at coordinate 0. O(product of those
 // extents).
-std::vector<int64_t> RowMajorOffsets(const std::vector<Layout>& modes,
-                                     int begin, int end);
+std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
+                                     int end);
 
 }  // namespace strata
 

@@ -21,17 +21,6 @@ namespace {
 
 using Modes = absl::InlinedVector<Layout, 4>;
 
-// The top-level modes of a logical layout: an integer layout is one mode.
-Modes TopModes(const Layout& layout) {
-  Modes modes;
-  if (layout.shape().is_leaf()) {
-    modes.push_back(layout);
-  } else {
-    for (int i = 0; i < layout.rank(); ++i) modes.push_back(layout.mode(i));
-  }
-  return modes;
-}
-
 // The layout of `modes`: one integer mode stays an integer layout.
 absl::StatusOr<Layout> FromTopModes(absl::Span<const Layout> modes) {
   if (modes.size() == 1 && modes[0].shape().is_leaf()) return modes[0];
@@ -254,7 +243,8 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 
 std::vector<int64_t> LogicalShape(const Tensor& tensor) {
   std::vector<int64_t> shape;
-  for (const Layout& m : TopModes(tensor.layout())) shape.push_back(m.size());
+  for (const Layout& m : TopLevelModes(tensor.layout()))
+    shape.push_back(m.size());
   return shape;
 }
 
@@ -422,7 +412,7 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
   STRATA_ASSIGN_OR_RETURN(Layout row_major, Layout::RowMajor(flat));
   if (size == 0) {  // Nothing is reached: any layout of the new shape will do.
     STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
-                            FromTopModes(TopModes(row_major)));
+                            FromTopModes(TopLevelModes(row_major)));
     if (rep.num_levels() > 1) adjacent[0] = subtensors[0].placement;
     return Rebuild(rep, std::move(subtensors), std::move(adjacent));
   }
@@ -431,8 +421,8 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
   std::vector<Layout> reversed;
   for (int level_layout = 0; level_layout < std::min(rep.num_levels(), 2);
        ++level_layout) {
-    Modes modes = TopModes(level_layout == 0 ? rep.subtensor(0).placement
-                                             : rep.adjacent_layouts()[0]);
+    Modes modes = TopLevelModes(level_layout == 0 ? rep.subtensor(0).placement
+                                                  : rep.adjacent_layouts()[0]);
     std::reverse(modes.begin(), modes.end());
     STRATA_ASSIGN_OR_RETURN(Layout x, MakeLayout(modes));
     reversed.push_back(std::move(x));
@@ -444,9 +434,9 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
                          " is not a view: ", joint.status().message());
   }
   STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
-                          FromTopModes(TopModes(joint->results[0])));
+                          FromTopModes(TopLevelModes(joint->results[0])));
   if (rep.num_levels() > 1) {
-    adjacent[0] = FromTopModes(TopModes(joint->results[1]));
+    adjacent[0] = FromTopModes(TopLevelModes(joint->results[1]));
   }
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
@@ -454,7 +444,7 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
 absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
                              int64_t stop, int64_t step) {
   const Representation& rep = tensor.representation();
-  const Modes l_modes = TopModes(rep.subtensor(0).placement);
+  const Modes l_modes = TopLevelModes(rep.subtensor(0).placement);
   STRATA_RETURN_IF_ERROR(CheckDim("slice", dim, l_modes.size()));
   const int64_t extent = l_modes[dim].size();
   if (step <= 0) return ValueErrorCat("slice: step ", step, " is not positive");
@@ -468,7 +458,7 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
   auto adjacent = Adjacent(rep);
   const bool levels = rep.num_levels() > 1;
   Modes s_modes;
-  if (levels) s_modes = TopModes(rep.adjacent_layouts()[0]);
+  if (levels) s_modes = TopLevelModes(rep.adjacent_layouts()[0]);
   int64_t base = 0;
   if (count == 0) {
     STRATA_ASSIGN_OR_RETURN(Layout empty, Layout::Create(0, 0));
