@@ -187,8 +187,12 @@ TEST(CodecTest, HugeRepeatedFieldsFailFast) {
 TEST(CodecTest, InvalidUtf8AndBinaryGarbageNeverCrash) {
   proto::RepresentationProto p = Text(kMx);
   p.set_logical_dtype(std::string("mx\xff\xfe", 4));
+  // A dtype name that is not UTF-8 is an unknown name: ValueError.
+  EXPECT_TRUE(IsValueError(Replay(p).status()));
+  // Protobuf may refuse such a string when serializing or parsing; if it passes
+  // through the wire, replay still answers with the same error.
   std::string bytes;
-  ASSERT_TRUE(p.SerializeToString(&bytes) || true);
+  (void)p.SerializeToString(&bytes);
   proto::RepresentationProto back;
   if (back.ParseFromString(bytes)) {
     EXPECT_TRUE(IsValueError(Replay(back).status()));
