@@ -32,7 +32,7 @@ std::string ClassText(const Carrier& carrier) {
 // NOTE [ Placement bounds ]: L_i reaches carrier indices
 // [offset + min_index(L_i), offset + cosize(L_i) - 1], computed in O(1) from
 // the bounds Layout caches (NOTE [ Layout bounds ]); an empty placement reaches
-// none.
+// none, and its offset + cosize (= offset) must still not exceed the size.
 absl::Status CheckPlacementFits(int i, const Carrier& carrier, int64_t offset,
                                 const Layout& placement) {
   if (offset < 0) {
@@ -43,7 +43,16 @@ absl::Status CheckPlacementFits(int i, const Carrier& carrier, int64_t offset,
     return ValueErrorCat("subtensor ", i, ": carrier reports negative size ",
                          carrier.size());
   }
-  if (placement.size() == 0) return absl::OkStatus();
+  if (placement.size() == 0) {
+    // cosize is 0: the offset itself must still lie within the carrier.
+    if (offset > carrier.size()) {
+      return ValueErrorCat(
+          "subtensor ", i, ": empty placement ", placement.ToString(),
+          " at offset ", offset, " lies past the end of the carrier (size ",
+          carrier.size(), "; the placement exceeds the carrier size)");
+    }
+    return absl::OkStatus();
+  }
   int64_t needed;
   if (!CheckedAdd(offset, placement.cosize(), &needed)) {
     return ValueErrorCat("subtensor ", i, ": placement ", placement.ToString(),

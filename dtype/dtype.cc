@@ -50,12 +50,19 @@ absl::string_view DType::kind_name() const {
   return "";
 }
 
-SimpleDType::SimpleDType(Spec spec)
-    : DType(spec.name, Kind::kSimple), spec_(std::move(spec)) {
+SimpleDType::SimpleDType(Spec spec, std::optional<ScalarType> scalar_type)
+    : DType(spec.name, Kind::kSimple),
+      spec_(std::move(spec)),
+      scalar_type_(scalar_type) {
   storage_schema_ = {this};
 }
 
 absl::StatusOr<const SimpleDType*> SimpleDType::Create(Spec spec) {
+  return CreateImpl(std::move(spec), std::nullopt);
+}
+
+absl::StatusOr<const SimpleDType*> SimpleDType::CreateImpl(
+    Spec spec, std::optional<ScalarType> scalar_type) {
   if (spec.name.empty()) return ValueError("a dtype needs a non-empty name");
   if (spec.bits < 1 || spec.bits > 64 ||
       (spec.bits < 8 && 8 % spec.bits != 0) ||
@@ -72,7 +79,8 @@ absl::StatusOr<const SimpleDType*> SimpleDType::Create(Spec spec) {
                          " and mantissa ", spec.mantissa_bits,
                          " bits do not fit in ", spec.bits, " bits");
   }
-  return Intern(std::unique_ptr<SimpleDType>(new SimpleDType(std::move(spec))));
+  return Intern(std::unique_ptr<SimpleDType>(
+      new SimpleDType(std::move(spec), scalar_type)));
 }
 
 CompoundDType::CompoundDType(
@@ -127,6 +135,26 @@ absl::StatusOr<absl::Span<const SimpleDType* const>> StorageSchema(
                          " and has no Tensor storage schema");
   }
   return dtype.storage_schema();
+}
+
+absl::StatusOr<ScalarType> RequireScalarType(const DType& dtype,
+                                             absl::string_view op) {
+  const SimpleDType* simple = dtype.AsSimple();
+  if (simple == nullptr) {
+    return TypeErrorCat(op, ": dtype ", dtype.name(), " is a ",
+                        dtype.kind_name(),
+                        " dtype; this operation needs a simple one");
+  }
+  if (!simple->scalar_type().has_value()) {
+    return TypeErrorCat(
+        op, ": dtype ", dtype.name(), " (", simple->bits(), "-bit ",
+        simple->is_floating()  ? "floating"
+        : simple->is_integer() ? "integer"
+                               : "bool",
+        ") is a user-created descriptor; Strata's kernels handle only the "
+        "built-in dtypes (views and dumps accept every dtype)");
+  }
+  return *simple->scalar_type();
 }
 
 }  // namespace strata

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "dtype/representation_rule.h"
+#include "dtype/scalar_type.h"
 
 namespace strata {
 
@@ -95,9 +97,17 @@ class SimpleDType final : public DType {
   int exponent_bits() const { return spec_.exponent_bits; }
   int mantissa_bits() const { return spec_.mantissa_bits; }
 
+  // The built-in dtype this descriptor is, or nullopt for a descriptor made by
+  // Create (NOTE [ One dtype switch ]).
+  std::optional<ScalarType> scalar_type() const { return scalar_type_; }
+
  private:
-  explicit SimpleDType(Spec spec);
+  friend class BuiltinDTypes;  // dtype/registry.cc makes the built-ins.
+  SimpleDType(Spec spec, std::optional<ScalarType> scalar_type);
+  static absl::StatusOr<const SimpleDType*> CreateImpl(
+      Spec spec, std::optional<ScalarType> scalar_type);
   Spec spec_;
+  std::optional<ScalarType> scalar_type_;
 };
 
 class CompoundDType final : public DType {
@@ -144,6 +154,13 @@ class DTypeCategory final : public DType {
 // category).
 absl::StatusOr<absl::Span<const SimpleDType* const>> StorageSchema(
     const DType& dtype);
+
+// The ScalarType of a built-in simple dtype, for an operation that touches
+// values (NOTE [ One dtype switch ]). Errors (TypeError, prefixed by `op`):
+// `dtype` is compound or a category, or a simple descriptor that a user
+// created (Strata's kernels handle the built-in dtypes only).
+absl::StatusOr<ScalarType> RequireScalarType(const DType& dtype,
+                                             absl::string_view op);
 
 }  // namespace strata
 

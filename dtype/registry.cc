@@ -17,20 +17,22 @@ struct DTypeRegistry::State {
   std::vector<std::string> order;
 };
 
-namespace {
-
-const SimpleDType* MakeSimple(SimpleDType::Spec spec) {
-  return *SimpleDType::Create(std::move(spec));  // Built-in specs are valid.
-}
-
-}  // namespace
+// The one door through which built-in descriptors get their ScalarType.
+class BuiltinDTypes {
+ public:
+  static const SimpleDType* Make(SimpleDType::Spec spec, ScalarType type) {
+    // Built-in specs are valid, so CreateImpl cannot fail.
+    return SimpleDType::CreateImpl(std::move(spec), type).value();
+  }
+};
 
 namespace dtypes {
 
-#define STRATA_SIMPLE_DTYPE(fn, ...)                           \
-  const SimpleDType* fn() {                                    \
-    static const SimpleDType* dtype = MakeSimple(__VA_ARGS__); \
-    return dtype;                                              \
+#define STRATA_SIMPLE_DTYPE(fn, ...)                                           \
+  const SimpleDType* fn() {                                                    \
+    static const SimpleDType* dtype =                                          \
+        BuiltinDTypes::Make(SimpleDType::Spec __VA_ARGS__, ScalarType::k##fn); \
+    return dtype;                                                              \
   }
 
 using NC = NumericClass;

@@ -94,7 +94,10 @@ absl::StatusOr<Tensor> ReduceTo(const Tensor& g,
   return strata::Reshape(s, ShapeTuple(shape));
 }
 
+// The spec's order: a one-subtensor Tensor of a built-in dtype first (before
+// any autograd bookkeeping), then a floating dtype where gradients flow.
 absl::Status RequireFloating(const Variable& v, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(v.value(), op));
   if (v.requires_grad() && !v.value().dtype().AsSimple()->is_floating()) {
     return ValueErrorCat(op, ": gradients need a floating dtype, got ",
                          v.value().dtype().name());
@@ -375,7 +378,7 @@ absl::StatusOr<Variable> AsStrided(const Variable& a, const Layout& layout,
 
 absl::Status Backward(const Variable& loss) {
   const std::shared_ptr<Node>& root = loss.node();
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(root->value, "Backward"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(root->value, "Backward"));
   if (!root->requires_grad)
     return ValueError("Backward: the loss does not require grad");
   if (root->value.size() != 1) {
@@ -401,7 +404,7 @@ absl::Status Backward(const Variable& loss) {
   }
   // Every check before any computation.
   for (Node* node : order) {
-    STRATA_RETURN_IF_ERROR(RequireOneSubtensor(
+    STRATA_RETURN_IF_ERROR(RequireKernelTensor(
         node->value, absl::StrCat("Backward (", node->op, ")")));
     for (size_t k = 0; k < node->saved_versions.size(); ++k) {
       const CarrierVersion& saved = node->saved_versions[k];

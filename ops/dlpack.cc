@@ -10,7 +10,9 @@
 #include "core/errors.h"
 #include "core/status_macros.h"
 #include "dtype/registry.h"
+#include "dtype/scalar_type.h"
 #include "layout/algebra.h"
+#include "layout/checked_math.h"
 #include "ops/require.h"
 #include "ops/walk.h"
 
@@ -29,29 +31,42 @@ void DeleteExport(DLManagedTensor* managed) {
   delete static_cast<ExportContext*>(managed->manager_ctx);
 }
 
+// NOTE [ One dtype switch ]: the DLPack 0.6 code of each built-in dtype.
 absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
+  STRATA_ASSIGN_OR_RETURN(const ScalarType type,
+                          RequireScalarType(d, "ToDLPack"));
   DLDataType t;
   t.lanes = 1;
   t.bits = static_cast<uint8_t>(d.bits());
-  if (d.bits() < 8) {
-    return ValueErrorCat("ToDLPack: ", d.name(), " is sub-byte storage (",
-                         d.bits(),
-                         " bits per value); DLPack addresses whole bytes");
+  switch (type) {
+    case ScalarType::kBool:  // As PyTorch 1.13 exports bool.
+    case ScalarType::kUInt8:
+      t.code = kDLUInt;
+      return t;
+    case ScalarType::kInt8:
+    case ScalarType::kInt16:
+    case ScalarType::kInt32:
+    case ScalarType::kInt64:
+      t.code = kDLInt;
+      return t;
+    case ScalarType::kBFloat16:
+      t.code = kDLBfloat;
+      return t;
+    case ScalarType::kFloat16:
+    case ScalarType::kFloat32:
+    case ScalarType::kFloat64:
+      t.code = kDLFloat;
+      return t;
+    case ScalarType::kFloat4E2M1FN:
+      return ValueErrorCat("ToDLPack: ", d.name(), " is sub-byte storage (",
+                           d.bits(),
+                           " bits per value); DLPack addresses whole bytes");
+    case ScalarType::kFloat8E4M3FN:
+    case ScalarType::kFloat8E5M2:
+    case ScalarType::kFloat8E8M0FNU:
+      break;
   }
-  if (d.is_bool() || (d.is_integer() && !d.is_signed())) {
-    t.code = kDLUInt;
-  } else if (d.is_integer()) {
-    t.code = kDLInt;
-  } else if (&d == dtypes::BFloat16()) {
-    t.code = kDLBfloat;
-  } else if (&d == dtypes::Float16() || &d == dtypes::Float32() ||
-             &d == dtypes::Float64()) {
-    t.code = kDLFloat;
-  } else {
-    return ValueErrorCat("ToDLPack: ", d.name(),
-                         " has no DLPack 0.6 type code");
-  }
-  return t;
+  return ValueErrorCat("ToDLPack: ", d.name(), " has no DLPack 0.6 type code");
 }
 
 absl::StatusOr<const SimpleDType*> DTypeOfCode(DLDataType t) {
@@ -72,7 +87,7 @@ absl::StatusOr<const SimpleDType*> DTypeOfCode(DLDataType t) {
 }  // namespace
 
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(tensor, "ToDLPack"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(tensor, "ToDLPack"));
   const SimpleDType& d = *tensor.dtype().AsSimple();
   STRATA_ASSIGN_OR_RETURN(DLDataType type, DataTypeOf(d));
   if (tensor.carrier()->data() == nullptr) {
@@ -123,8 +138,17 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   std::vector<int64_t> strides(t.ndim);
   int64_t running = 1;
   for (int k = t.ndim; k-- > 0;) {  // Compact row-major when strides are null.
+    if (shape[k] < 0) {
+      return ValueErrorCat("FromDLPack: negative extent ", shape[k],
+                           " in dimension ", k);
+    }
     strides[k] = t.strides != nullptr ? t.strides[k] : running;
-    running *= shape[k] > 0 ? shape[k] : 1;
+    if (!CheckedMul(running, shape[k] > 0 ? shape[k] : 1, &running)) {
+      return ValueErrorCat(
+          "FromDLPack: the shape's element count overflows "
+          "64 bits at dimension ",
+          k);
+    }
   }
   STRATA_ASSIGN_OR_RETURN(
       Layout layout, t.ndim == 1 ? Layout::Create(shape[0], strides[0])

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
-#include "dtype/registry.h"
-#include "ops/scalar.h"
+#include "dtype/scalar_type.h"
 
 namespace strata {
 namespace {
@@ -33,6 +33,34 @@ T Wrap(int64_t v) {
   return static_cast<T>(static_cast<uint64_t>(v));
 }
 
+const MiniFloat& NarrowFormat(ScalarType type) {
+  switch (type) {
+    case ScalarType::kFloat8E5M2:
+      return Float8E5M2Format();
+    case ScalarType::kFloat8E8M0FNU:
+      return Float8E8M0FNUFormat();
+    case ScalarType::kFloat4E2M1FN:
+      return Float4E2M1FNFormat();
+    default:
+      return Float8E4M3FNFormat();
+  }
+}
+
+// A value as stored: the kinds of ScalarType, each with one load and store.
+enum class StoredAs { kBool, kInteger, kNative, kHalf, kBFloat16, kNarrow };
+
+template <ScalarType kType>
+constexpr StoredAs StoredAsOf() {
+  if constexpr (kType == ScalarType::kBool) return StoredAs::kBool;
+  if constexpr (kType == ScalarType::kFloat16) return StoredAs::kHalf;
+  if constexpr (kType == ScalarType::kBFloat16) return StoredAs::kBFloat16;
+  if constexpr (!ScalarTraits<kType>::kArithmetic) return StoredAs::kNarrow;
+  if constexpr (std::is_integral_v<typename ScalarTraits<kType>::Storage>) {
+    return StoredAs::kInteger;
+  }
+  return StoredAs::kNative;
+}
+
 }  // namespace
 
 int64_t SaturatingToInt64(double v) {
@@ -42,95 +70,84 @@ int64_t SaturatingToInt64(double v) {
   return static_cast<int64_t>(v);
 }
 
-// Floating formats by structure (bits, exponent bits): no registry look-ups per
-// value.
-enum class FloatKind { kF32, kF64, kF16, kBF16, kNarrow };
-inline FloatKind KindOf(const SimpleDType& d) {
-  switch (d.bits()) {
-    case 32:
-      return FloatKind::kF32;
-    case 64:
-      return FloatKind::kF64;
-    case 16:
-      return d.exponent_bits() == 8 ? FloatKind::kBF16 : FloatKind::kF16;
-    default:
-      return FloatKind::kNarrow;
-  }
-}
+// Every function below switches once on the dtype's ScalarType (NOTE [ One
+// dtype switch ]); a descriptor without one never reaches them (operations
+// refuse it at their entry) and reads as 0 / writes nothing if it did.
 
 double LoadDouble(const SimpleDType& d, const void* base, int64_t i) {
-  if (!d.is_floating()) return static_cast<double>(LoadInt(d, base, i));
-  switch (KindOf(d)) {
-    case FloatKind::kF32:
-      return Read<float>(base, i);
-    case FloatKind::kF64:
-      return Read<double>(base, i);
-    case FloatKind::kF16:
+  if (!d.scalar_type()) return 0;
+  return ScalarTypeSwitch(*d.scalar_type(), [&](auto type) -> double {
+    constexpr ScalarType kType = decltype(type)::value;
+    using Storage = typename ScalarTraits<kType>::Storage;
+    constexpr StoredAs kAs = StoredAsOf<kType>();
+    if constexpr (kAs == StoredAs::kBool) {
+      return Read<uint8_t>(base, i) != 0 ? 1.0 : 0.0;
+    } else if constexpr (kAs == StoredAs::kHalf) {
       return HalfToFloat(Read<uint16_t>(base, i));
-    case FloatKind::kBF16:
+    } else if constexpr (kAs == StoredAs::kBFloat16) {
       return BFloat16ToFloat(Read<uint16_t>(base, i));
-    case FloatKind::kNarrow:
-      break;
-  }
-  if (const MiniFloat* f = MiniFloatFormat(d)) {
-    return f->Decode(static_cast<uint32_t>(
-        ReadPacked(static_cast<const uint8_t*>(base), d.bits(), i)));
-  }
-  return static_cast<double>(LoadInt(d, base, i));
+    } else if constexpr (kAs == StoredAs::kNarrow) {
+      return NarrowFormat(kType).Decode(static_cast<uint32_t>(ReadPacked(
+          static_cast<const uint8_t*>(base), ScalarTraits<kType>::kBits, i)));
+    } else {
+      return static_cast<double>(Read<Storage>(base, i));
+    }
+  });
 }
 
 int64_t LoadInt(const SimpleDType& d, const void* base, int64_t i) {
-  if (d.is_floating()) return SaturatingToInt64(LoadDouble(d, base, i));
-  if (d.is_bool()) return Read<uint8_t>(base, i) != 0;
-  switch (d.bits()) {
-    case 8:
-      return d.is_signed() ? Read<int8_t>(base, i) : Read<uint8_t>(base, i);
-    case 16:
-      return Read<int16_t>(base, i);
-    case 32:
-      return Read<int32_t>(base, i);
-    default:
-      return Read<int64_t>(base, i);
-  }
+  if (!d.scalar_type()) return 0;
+  return ScalarTypeSwitch(*d.scalar_type(), [&](auto type) -> int64_t {
+    constexpr ScalarType kType = decltype(type)::value;
+    using Storage = typename ScalarTraits<kType>::Storage;
+    constexpr StoredAs kAs = StoredAsOf<kType>();
+    if constexpr (kAs == StoredAs::kBool) {
+      return Read<uint8_t>(base, i) != 0;
+    } else if constexpr (kAs == StoredAs::kInteger) {
+      return Read<Storage>(base, i);
+    } else {
+      return SaturatingToInt64(LoadDouble(d, base, i));
+    }
+  });
 }
 
 void StoreDouble(const SimpleDType& d, void* base, int64_t i, double v) {
-  if (d.is_floating()) {
-    switch (KindOf(d)) {
-      case FloatKind::kF32:
-        return Write<float>(base, i, static_cast<float>(v));
-      case FloatKind::kF64:
-        return Write<double>(base, i, v);
-      case FloatKind::kF16:
-        return Write<uint16_t>(base, i, FloatToHalf(static_cast<float>(v)));
-      case FloatKind::kBF16:
-        return Write<uint16_t>(base, i, FloatToBFloat16(static_cast<float>(v)));
-      case FloatKind::kNarrow:
-        break;
+  if (!d.scalar_type()) return;
+  ScalarTypeSwitch(*d.scalar_type(), [&](auto type) {
+    constexpr ScalarType kType = decltype(type)::value;
+    using Storage = typename ScalarTraits<kType>::Storage;
+    constexpr StoredAs kAs = StoredAsOf<kType>();
+    if constexpr (kAs == StoredAs::kBool) {
+      Write<uint8_t>(base, i, v != 0);
+    } else if constexpr (kAs == StoredAs::kInteger) {
+      Write<Storage>(base, i, Wrap<Storage>(SaturatingToInt64(v)));
+    } else if constexpr (kAs == StoredAs::kHalf) {
+      Write<uint16_t>(base, i, FloatToHalf(static_cast<float>(v)));
+    } else if constexpr (kAs == StoredAs::kBFloat16) {
+      Write<uint16_t>(base, i, FloatToBFloat16(static_cast<float>(v)));
+    } else if constexpr (kAs == StoredAs::kNarrow) {
+      WritePacked(static_cast<uint8_t*>(base), ScalarTraits<kType>::kBits, i,
+                  NarrowFormat(kType).EncodeSaturating(v));
+    } else {
+      Write<Storage>(base, i, static_cast<Storage>(v));
     }
-  }
-  if (const MiniFloat* f = MiniFloatFormat(d)) {
-    return WritePacked(static_cast<uint8_t*>(base), d.bits(), i,
-                       f->EncodeSaturating(v));
-  }
-  if (d.is_bool()) return Write<uint8_t>(base, i, v != 0);
-  StoreInt(d, base, i, SaturatingToInt64(v));
+  });
 }
 
 void StoreInt(const SimpleDType& d, void* base, int64_t i, int64_t v) {
-  if (d.is_floating()) return StoreDouble(d, base, i, static_cast<double>(v));
-  if (d.is_bool()) return Write<uint8_t>(base, i, v != 0);
-  switch (d.bits()) {
-    case 8:
-      return d.is_signed() ? Write<int8_t>(base, i, Wrap<int8_t>(v))
-                           : Write<uint8_t>(base, i, Wrap<uint8_t>(v));
-    case 16:
-      return Write<int16_t>(base, i, Wrap<int16_t>(v));
-    case 32:
-      return Write<int32_t>(base, i, Wrap<int32_t>(v));
-    default:
-      return Write<int64_t>(base, i, v);
-  }
+  if (!d.scalar_type()) return;
+  ScalarTypeSwitch(*d.scalar_type(), [&](auto type) {
+    constexpr ScalarType kType = decltype(type)::value;
+    using Storage = typename ScalarTraits<kType>::Storage;
+    constexpr StoredAs kAs = StoredAsOf<kType>();
+    if constexpr (kAs == StoredAs::kBool) {
+      Write<uint8_t>(base, i, v != 0);
+    } else if constexpr (kAs == StoredAs::kInteger) {
+      Write<Storage>(base, i, Wrap<Storage>(v));
+    } else {
+      StoreDouble(d, base, i, static_cast<double>(v));
+    }
+  });
 }
 
 }  // namespace strata

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "core/status_macros.h"
 #include "dtype/float_formats.h"
 #include "dtype/registry.h"
+#include "dtype/scalar_type.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
 #include "ops/element_io.h"
@@ -38,7 +40,26 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 const SimpleDType& DTypeOf(const Tensor& t) { return *t.dtype().AsSimple(); }
 
-absl::Status RequireData(const Tensor& t, absl::string_view op) {
+// The kernels walk a top-level mode that does not coalesce to one stride
+// through a table of its offsets (ops/iterate.h); a table larger than this is
+// refused rather than allocated (a hierarchical broadcast can have far more
+// coordinates than its carrier has values).
+constexpr int64_t kModeTableBudget = int64_t{1} << 24;
+
+absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
+  for (const Layout& mode : TopLevelModes(t.layout())) {
+    if (mode.size() <= kModeTableBudget) continue;
+    if (Coalesce(mode).shape().is_leaf()) continue;
+    return ValueErrorCat(op, ": mode ", mode.ToString(), " of ",
+                         t.layout().ToString(), " has ", mode.size(),
+                         " coordinates and does not coalesce to one stride; "
+                         "iterating it needs an offset table of more than ",
+                         kModeTableBudget, " entries");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RequireHostData(const Tensor& t, absl::string_view op) {
   if (t.size() > 0 && t.carrier()->data() == nullptr) {
     return ValueErrorCat(op, ": the ", t.carrier()->class_name(),
                          " carrier of ", t.dtype().name(),
@@ -47,18 +68,43 @@ absl::Status RequireData(const Tensor& t, absl::string_view op) {
   return absl::OkStatus();
 }
 
-// Whether no two coordinates of `layout` reach one index. Exact: an O(rank)
-// sufficient test first (sorted strides each beyond the span of the smaller
-// ones), else a sort of the reached indices (ops are O(elements) anyway).
-bool IsInjective(const Layout& layout) {
-  if (layout.size() <= 1) return true;
+// For the kernels that walk every element.
+absl::Status RequireData(const Tensor& t, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireHostData(t, op));
+  return RequireIterable(t, op);
+}
+
+// NOTE [ Proving a write injective ]: a write through a layout that reaches
+// one carrier value from two coordinates is ambiguous, so every write first
+// proves that it does not, without allocating O(size):
+//  1. pigeonhole: more coordinates than carrier indices in the reached range
+//     [min_index, max_index] cannot be injective (O(rank));
+//  2. a stride-0 mode of extent > 1 is not injective (O(rank));
+//  3. sorted by |stride| after coalescing, each stride beyond the span of the
+//     smaller ones is injective (O(rank log rank));
+//  4. otherwise the reached indices are marked in a bitmap over that range,
+//     when the range is at most kInjectivityBudget indices (the write itself
+//     then touches as many); beyond it the write is refused as unprovable.
+constexpr int64_t kInjectivityBudget = int64_t{1} << 28;
+
+enum class Injectivity { kInjective, kNotInjective, kUnproven };
+
+Injectivity ProveInjective(const Layout& layout) {
+  if (layout.size() <= 1) return Injectivity::kInjective;
+  // The range is at most the carrier size (the placement fits it).
+  int64_t range;
+  if (!CheckedSub(layout.max_index(), layout.min_index(), &range) ||
+      !CheckedAdd(range, 1, &range)) {
+    range = std::numeric_limits<int64_t>::max();
+  }
+  if (layout.size() > range) return Injectivity::kNotInjective;
   const Layout c = Coalesce(layout);
   std::vector<std::pair<int64_t, int64_t>> modes;  // (|stride|, extent)
   const auto extents = c.shape().leaves();
   const auto strides = c.stride().leaves();
   for (size_t k = 0; k < extents.size(); ++k) {
     if (extents[k] == 1) continue;
-    if (strides[k] == 0) return false;
+    if (strides[k] == 0) return Injectivity::kNotInjective;
     modes.emplace_back(strides[k] < 0 ? -strides[k] : strides[k], extents[k]);
   }
   std::sort(modes.begin(), modes.end());
@@ -68,22 +114,38 @@ bool IsInjective(const Layout& layout) {
     if (stride <= span) separated = false;
     span += (extent - 1) * stride;  // Bounded by the layout's index range.
   }
-  if (separated) return true;
-  std::vector<int64_t> reached(layout.size());
-  for (int64_t i = 0; i < layout.size(); ++i) reached[i] = layout(i);
-  std::sort(reached.begin(), reached.end());
-  return std::adjacent_find(reached.begin(), reached.end()) == reached.end();
+  if (separated) return Injectivity::kInjective;
+  if (range > kInjectivityBudget) return Injectivity::kUnproven;
+  std::vector<uint64_t> seen((range + 63) / 64, 0);
+  const int64_t low = layout.min_index();
+  for (int64_t i = 0; i < layout.size(); ++i) {
+    const int64_t bit = layout(i) - low;
+    uint64_t& word = seen[bit / 64];
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (word & mask) return Injectivity::kNotInjective;
+    word |= mask;
+  }
+  return Injectivity::kInjective;
 }
 
 absl::Status RequireWritable(const Tensor& t, absl::string_view op) {
   STRATA_RETURN_IF_ERROR(RequireData(t, op));
-  if (!IsInjective(t.layout())) {
-    return ValueErrorCat(
-        op, ": the destination layout ", t.layout().ToString(),
-        " maps several coordinates to one carrier value (e.g. a "
-        "broadcast view); writing to it is ambiguous");
+  switch (ProveInjective(t.layout())) {
+    case Injectivity::kInjective:
+      return absl::OkStatus();
+    case Injectivity::kNotInjective:
+      return ValueErrorCat(
+          op, ": the destination layout ", t.layout().ToString(),
+          " maps several coordinates to one carrier value (e.g. a "
+          "broadcast view); writing to it is ambiguous");
+    case Injectivity::kUnproven:
+      break;
   }
-  return absl::OkStatus();
+  return ValueErrorCat(op, ": cannot prove that the destination layout ",
+                       t.layout().ToString(),
+                       " writes each carrier value once (its strides "
+                       "interleave and its index range exceeds ",
+                       kInjectivityBudget, " values)");
 }
 
 absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
@@ -135,20 +197,23 @@ bool SameView(const Tensor& a, const Tensor& b) {
 
 // Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the
 // 16-bit or narrow floats); returns false otherwise.
+// (NOTE [ One dtype switch ]).
 template <typename F>
 bool DispatchNative(const SimpleDType& d, F&& f) {
-  if (&d == dtypes::Float32()) return f(float{}), true;
-  if (&d == dtypes::Float64()) return f(double{}), true;
-  if (&d == dtypes::Int32()) return f(int32_t{}), true;
-  if (&d == dtypes::Int64()) return f(int64_t{}), true;
-  if (&d == dtypes::Int16()) return f(int16_t{}), true;
-  if (&d == dtypes::Int8()) return f(int8_t{}), true;
-  if (&d == dtypes::UInt8()) return f(uint8_t{}), true;
-  return false;
+  if (!d.scalar_type()) return false;
+  return ScalarTypeSwitch(*d.scalar_type(), [&](auto type) {
+    constexpr ScalarType kType = decltype(type)::value;
+    if constexpr (kIsNativeArithmetic<kType>) {
+      f(typename ScalarTraits<kType>::Storage{});
+      return true;
+    } else {
+      return false;
+    }
+  });
 }
 
 bool IsArithmetic(const SimpleDType& d) {
-  return MiniFloatFormat(d) == nullptr;
+  return d.scalar_type() && IsArithmeticType(*d.scalar_type());
 }
 
 // --- Copy
@@ -261,6 +326,21 @@ absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
 // --- Arithmetic
 // ----------------------------------------------------------------------
 
+// `value` rounded to floating `dtype` (to float first for the 16-bit floats,
+// as PyTorch's conversions do).
+double RoundTo(const SimpleDType& dtype, double value) {
+  switch (dtype.scalar_type().value_or(ScalarType::kFloat64)) {
+    case ScalarType::kFloat32:
+      return static_cast<float>(value);
+    case ScalarType::kFloat16:
+      return HalfToFloat(FloatToHalf(static_cast<float>(value)));
+    case ScalarType::kBFloat16:
+      return BFloat16ToFloat(FloatToBFloat16(static_cast<float>(value)));
+    default:
+      return value;
+  }
+}
+
 template <typename T>
 T Apply(BinaryOp op, T x, T y) {
   if constexpr (std::is_integral_v<T>) {
@@ -364,29 +444,24 @@ absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b,
                ApplyInt(op, LoadInt(ad, x, i[1]), LoadInt(bd, y, i[2])));
     });
   } else {
-    // Round the operands to the compute dtype first (an int64 promoted to
-    // float32 is a float32), then compute in double and round once to out's
-    // dtype.
-    const bool narrow = &compute != dtypes::Float64();
+    // As PyTorch: the operands are converted to the compute dtype, the
+    // operation runs in its "opmath" type (float for float32, float16 and
+    // bfloat16; double for float64) and the result is rounded to the compute
+    // dtype, then converted to out's. Double arithmetic on float operands
+    // rounded once to float equals float arithmetic for + - * /.
+    const SimpleDType& cd = compute;
     ForEachIndex<3>(shape, ops, bases, [&](const std::array<int64_t, 3>& i) {
-      double u = LoadDouble(ad, x, i[1]);
-      double v = LoadDouble(bd, y, i[2]);
-      if (narrow && IsIntegral(ad)) u = static_cast<float>(u);
-      if (narrow && IsIntegral(bd)) v = static_cast<float>(v);
-      double r = ApplyDouble(op, u, v);
-      if (&compute != &od && !IsIntegral(compute)) {
-        // Round to the compute dtype before converting to out's.
-        if (&compute == dtypes::Float32()) r = static_cast<float>(r);
-      }
-      StoreDouble(od, o, i[0], r);
+      const double u = RoundTo(cd, LoadDouble(ad, x, i[1]));
+      const double v = RoundTo(cd, LoadDouble(bd, y, i[2]));
+      StoreDouble(od, o, i[0], RoundTo(cd, ApplyDouble(op, u, v)));
     });
   }
   return absl::OkStatus();
 }
 
 absl::Status CheckBinaryArgs(BinaryOp op, const Tensor& a, const Tensor& b) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, OpName(op)));
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(b, OpName(op)));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, OpName(op)));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(b, OpName(op)));
   STRATA_RETURN_IF_ERROR(RequireData(a, OpName(op)));
   return RequireData(b, OpName(op));
 }
@@ -394,7 +469,7 @@ absl::Status CheckBinaryArgs(BinaryOp op, const Tensor& a, const Tensor& b) {
 absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b,
                        const Tensor& out) {
   STRATA_RETURN_IF_ERROR(CheckBinaryArgs(op, a, b));
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(out, OpName(op)));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(out, OpName(op)));
   STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
                           PromoteTypes(DTypeOf(a), DTypeOf(b), op));
   if (!IsArithmetic(DTypeOf(out))) {
@@ -472,8 +547,8 @@ absl::StatusOr<int64_t> CoordinateIndex(const Tensor& t, const IntTuple& coord,
 }  // namespace
 
 absl::StatusOr<Scalar> GetItem(const Tensor& t, const IntTuple& coord) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(t, "GetItem"));
-  STRATA_RETURN_IF_ERROR(RequireData(t, "GetItem"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(t, "GetItem"));
+  STRATA_RETURN_IF_ERROR(RequireHostData(t, "GetItem"));
   STRATA_ASSIGN_OR_RETURN(const int64_t index,
                           CoordinateIndex(t, coord, "GetItem"));
   const SimpleDType& d = DTypeOf(t);
@@ -496,8 +571,8 @@ void StoreScalar(const SimpleDType& d, void* data, int64_t index,
 }  // namespace
 
 absl::Status SetItem(const Tensor& t, const IntTuple& coord, Scalar value) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(t, "SetItem"));
-  STRATA_RETURN_IF_ERROR(RequireData(t, "SetItem"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(t, "SetItem"));
+  STRATA_RETURN_IF_ERROR(RequireHostData(t, "SetItem"));
   STRATA_ASSIGN_OR_RETURN(const int64_t index,
                           CoordinateIndex(t, coord, "SetItem"));
   StoreScalar(DTypeOf(t), t.carrier()->mutable_data(), t.offset() + index,
@@ -507,7 +582,7 @@ absl::Status SetItem(const Tensor& t, const IntTuple& coord, Scalar value) {
 }
 
 absl::Status Fill(const Tensor& dst, Scalar value) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(dst, "Fill"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(dst, "Fill"));
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "Fill"));
   const std::vector<int64_t> shape = ShapeOf(dst);
   const SimpleDType& d = DTypeOf(dst);
@@ -521,8 +596,8 @@ absl::Status Fill(const Tensor& dst, Scalar value) {
 }
 
 absl::Status CopyFrom(const Tensor& dst, const Tensor& src) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(dst, "CopyFrom"));
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(src, "CopyFrom"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(dst, "CopyFrom"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "CopyFrom"));
   STRATA_RETURN_IF_ERROR(RequireData(src, "CopyFrom"));
   const std::vector<int64_t> shape = ShapeOf(dst);
   STRATA_RETURN_IF_ERROR(RequireBroadcastsTo("CopyFrom", ShapeOf(src), shape));
@@ -544,14 +619,18 @@ absl::StatusOr<const SimpleDType*> PromoteTypes(const SimpleDType& a,
                                                 const SimpleDType& b,
                                                 BinaryOp op) {
   for (const SimpleDType* d : {&a, &b}) {
+    STRATA_RETURN_IF_ERROR(RequireScalarType(*d, OpName(op)).status());
     if (!IsArithmetic(*d)) {
       return TypeErrorCat(
           OpName(op), ": ", d->name(),
           " is a storage type, not an arithmetic type; Cast it first");
     }
   }
-  if (op == BinaryOp::kSub && a.is_bool() && b.is_bool()) {
-    return TypeErrorCat("Sub of two bool Tensors is not supported");
+  if (op == BinaryOp::kSub && (a.is_bool() || b.is_bool())) {
+    // As PyTorch: subtraction with a bool operand is refused (use logical
+    // operations instead).
+    return TypeErrorCat("Sub: subtraction with a bool operand (", a.name(),
+                        " - ", b.name(), ") is not supported");
   }
   const SimpleDType* result;
   if (&a == &b) {
@@ -618,20 +697,76 @@ absl::Status DivOut(const Tensor& a, const Tensor& b, const Tensor& out) {
 
 namespace {
 
+// out = -a in a's dtype (converted to out's): integers wrap, floats flip
+// their sign bit, so Neg(+0.0) is -0.0 as in PyTorch.
+void NegInto(const Tensor& a, const Tensor& out) {
+  const std::vector<int64_t> shape = ShapeOf(out);
+  const std::array<std::vector<ModeAccess>, 2> ops = {
+      AlignedAccess(out.layout(), shape), AlignedAccess(a.layout(), shape)};
+  const std::array<int64_t, 2> bases = {out.offset(), a.offset()};
+  const SimpleDType& ad = DTypeOf(a);
+  const SimpleDType& od = DTypeOf(out);
+  void* o = out.carrier()->mutable_data();
+  const void* x = a.carrier()->data();
+  if (&ad == &od) {
+    auto typed = [&](auto tag) {
+      using T = decltype(tag);
+      T* to = static_cast<T*>(o);
+      const T* from = static_cast<const T*>(x);
+      ForEachIndex<2>(shape, ops, bases, [&](const std::array<int64_t, 2>& i) {
+        if constexpr (std::is_integral_v<T>) {
+          to[i[0]] = static_cast<T>(0 - static_cast<uint64_t>(from[i[1]]));
+        } else {
+          to[i[0]] = -from[i[1]];
+        }
+      });
+    };
+    if (DispatchNative(ad, typed)) return;
+  }
+  if (IsIntegral(ad)) {
+    ForEachIndex<2>(shape, ops, bases, [&](const std::array<int64_t, 2>& i) {
+      StoreInt(od, o, i[0],
+               static_cast<int64_t>(
+                   0 - static_cast<uint64_t>(LoadInt(ad, x, i[1]))));
+    });
+  } else {
+    ForEachIndex<2>(shape, ops, bases, [&](const std::array<int64_t, 2>& i) {
+      StoreDouble(od, o, i[0], -LoadDouble(ad, x, i[1]));
+    });
+  }
+}
+
 absl::StatusOr<Tensor> NegImpl(const Tensor& a, const Tensor* out) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Neg"));
-  if (out != nullptr) STRATA_RETURN_IF_ERROR(RequireOneSubtensor(*out, "Neg"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Neg"));
+  if (out != nullptr) STRATA_RETURN_IF_ERROR(RequireKernelTensor(*out, "Neg"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Neg"));
   if (DTypeOf(a).is_bool())
-    return TypeError("Neg of a bool Tensor is not supported");
+    return TypeError("Neg: negation of a bool Tensor is not supported");
   if (!IsArithmetic(DTypeOf(a))) {
     return TypeErrorCat("Neg: ", a.dtype().name(),
                         " is a storage type, not an arithmetic type");
   }
-  // -a computed as 0 - a in a's dtype, through the shared binary kernel.
-  STRATA_ASSIGN_OR_RETURN(Tensor zero, Zeros(DTypeOf(a), {}));
-  if (out == nullptr) return BinaryOpTensor(BinaryOp::kSub, zero, a);
-  STRATA_RETURN_IF_ERROR(BinaryOut(BinaryOp::kSub, zero, a, *out));
+  if (out == nullptr) {
+    STRATA_ASSIGN_OR_RETURN(Tensor result, Zeros(DTypeOf(a), ShapeOf(a)));
+    NegInto(a, result);
+    return result;
+  }
+  if (!IsArithmetic(DTypeOf(*out))) {
+    return TypeErrorCat("Neg: out dtype ", out->dtype().name(),
+                        " is a storage type, not an arithmetic type");
+  }
+  if (ShapeOf(*out) != ShapeOf(a)) {
+    return ValueErrorCat("Neg: out has shape ", ShapeText(ShapeOf(*out)),
+                         ", the input's is ", ShapeText(ShapeOf(a)));
+  }
+  STRATA_RETURN_IF_ERROR(RequireWritable(*out, "Neg"));
+  if (MayOverlap(*out, a) && !SameView(*out, a)) {
+    return ValueError(
+        "Neg: out partially overlaps the input in the same "
+        "carrier");
+  }
+  NegInto(a, *out);
+  out->carrier()->BumpVersion();
   return *out;
 }
 
@@ -649,7 +784,7 @@ absl::StatusOr<Tensor> Sum(const Tensor& a) {
 }
 
 absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Sum"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Sum"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Sum"));
   const SimpleDType& d = DTypeOf(a);
   if (!IsArithmetic(d)) {
@@ -718,20 +853,21 @@ bool IsCompactRowMajor(const Tensor& a) {
 }
 
 absl::StatusOr<Tensor> Contiguous(const Tensor& a) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Contiguous"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Contiguous"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Contiguous"));
   if (IsCompactRowMajor(a)) return a;
   return CompactCopy(a, DTypeOf(a));
 }
 
 absl::StatusOr<Tensor> Clone(const Tensor& a) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Clone"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Clone"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Clone"));
   return CompactCopy(a, DTypeOf(a));
 }
 
 absl::StatusOr<Tensor> Cast(const Tensor& a, const SimpleDType& dtype) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(a, "Cast"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Cast"));
+  STRATA_RETURN_IF_ERROR(RequireScalarType(dtype, "Cast").status());
   STRATA_RETURN_IF_ERROR(RequireData(a, "Cast"));
   return CompactCopy(a, dtype);
 }
@@ -739,7 +875,7 @@ absl::StatusOr<Tensor> Cast(const Tensor& a, const SimpleDType& dtype) {
 absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
                      const Tensor& src) {
   for (const Tensor* t : {&dst, &index, &src}) {
-    STRATA_RETURN_IF_ERROR(RequireOneSubtensor(*t, "Scatter"));
+    STRATA_RETURN_IF_ERROR(RequireKernelTensor(*t, "Scatter"));
     STRATA_RETURN_IF_ERROR(RequireData(*t, "Scatter"));
   }
   const SimpleDType& id = DTypeOf(index);

@@ -8,7 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "core/errors.h"
+#include "core/status_macros.h"
 #include "core/tensor.h"
+#include "dtype/dtype.h"
 
 namespace strata {
 
@@ -20,6 +22,15 @@ inline absl::Status RequireOneSubtensor(const Tensor& tensor,
   return OneSubtensorRequiredError(absl::StrCat(
       op, " requires a one-subtensor Tensor; got ", tensor.num_subtensors(),
       " subtensors (logical dtype ", tensor.dtype().name(), ")"));
+}
+
+// For an operation that touches values: a one-subtensor Tensor (the error
+// above) whose dtype is a built-in simple dtype (TypeError otherwise, NOTE [
+// One dtype switch ]), checked in that order.
+inline absl::Status RequireKernelTensor(const Tensor& tensor,
+                                        absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(tensor, op));
+  return RequireScalarType(tensor.dtype(), op).status();
 }
 
 }  // namespace strata
