@@ -3,26 +3,42 @@
 //
 // Every operation first requires a one-subtensor Tensor (OneSubtensorRequired
 // error naming the op and the level count, before any allocation, mutation or
-// kernel), then checks its arguments, then runs. A failure has no effect. A
-// mutation bumps the version of the carrier it writes exactly once per call.
-// Results of non-`Out` forms live in fresh, compact row-major host carriers.
+// kernel), then a built-in simple dtype (TypeError for a descriptor a user
+// created: NOTE [ One dtype switch ] in dtype/scalar_type.h), then checks its
+// arguments, then runs. A failure has no effect. A mutation bumps the version
+// of the carrier it writes exactly once per call. Results of non-`Out` forms
+// live in fresh, compact row-major host carriers.
 //
-// Shapes are the top-level extents of L_0; broadcasting follows NumPy (trailing
-// modes align, extent 1 stretches). Writing through a layout that maps two
-// coordinates to one carrier value (a broadcast view, say) is a ValueError, as
-// in PyTorch.
+// Shapes are the top-level extents of L_0; broadcasting follows NumPy
+// (trailing modes align, extent 1 stretches). Writing through a layout that
+// maps two coordinates to one carrier value (a broadcast view, say) is a
+// ValueError, as in PyTorch; so is a write whose layout cannot be proven to
+// reach each value once within a fixed budget (NOTE [ Proving a write
+// injective ] in ops.cc), and a walk over a top-level mode of more than 2^24
+// coordinates that does not coalesce to one stride.
 //
 // Type promotion (PromoteTypes), as PyTorch's for these dtypes:
-//   same dtype -> itself; bool with X -> X; integer with integer -> the wider,
-//   and uint8 with a signed integer -> int16 for int8, else the signed one;
-//   integer with floating -> the floating; float16 with bfloat16 -> float32;
-//   floating with floating
-//   -> the wider. Div of two integral (or bool) operands -> float32. Sub and
-//   Neg of bool are TypeErrors. float8_*, float4_* and float8_e8m0fnu are
-//   storage types, not arithmetic types: a TypeError says so (CopyFrom and Cast
-//   still convert to and from them).
-// Integer arithmetic wraps (two's complement); floating arithmetic is computed
-// in double and rounded once to the result dtype.
+// clang-format off
+//   same dtype             -> itself
+//   bool with X            -> X
+//   integer with integer   -> the wider; uint8 with int8 -> int16,
+//                             uint8 with a wider signed integer -> that one
+//   integer with floating  -> the floating
+//   float16 with bfloat16  -> float32
+//   floating with floating -> the wider
+//   Div of two integral (or bool) operands -> float32
+// clang-format on
+// Sub with a bool operand and Neg of bool are TypeErrors. float8_*, float4_*
+// and float8_e8m0fnu are storage types, not arithmetic types: a TypeError says
+// so (CopyFrom and Cast still convert to and from them).
+//
+// Arithmetic runs in the promoted ("compute") dtype, as PyTorch's does:
+// integer arithmetic wraps (two's complement); floating operands are first
+// converted to the compute dtype, the operation is computed in float for
+// float32/float16/bfloat16 (double for float64) and rounded to the compute
+// dtype, which is then converted to out's dtype. So int64 16777217 + float32
+// 0.5 is float32 16777216. Neg flips the sign of floats (Neg(+0.0) is -0.0)
+// and wraps integers.
 #ifndef STRATA_OPS_OPS_H_
 #define STRATA_OPS_OPS_H_
 

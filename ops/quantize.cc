@@ -70,7 +70,7 @@ struct Source {
 absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                                            const CompoundDType& format,
                                            int64_t blocked_mode) {
-  STRATA_RETURN_IF_ERROR(RequireOneSubtensor(src, "QuantizeBlockScaled"));
+  STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "QuantizeBlockScaled"));
   const SimpleDType* in = src.dtype().AsSimple();
   if (in != dtypes::Float32() && in != dtypes::Float16() &&
       in != dtypes::BFloat16()) {
