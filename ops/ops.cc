@@ -41,20 +41,24 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 const SimpleDType& DTypeOf(const Tensor& t) { return *t.dtype().AsSimple(); }
 
 // The kernels walk a top-level mode that does not coalesce to one stride
-// through a table of its offsets (ops/iterate.h); a table larger than this is
-// refused rather than allocated (a hierarchical broadcast can have far more
-// coordinates than its carrier has values).
+// through a table of its offsets (ops/iterate.h). A table is allowed up to the
+// larger of kModeTableBudget and the carrier's size, so it never costs more
+// than O(carrier): only an aliasing mode (a hierarchical broadcast, say) can
+// have more coordinates than its carrier has values, and such a walk is
+// refused rather than allocated.
 constexpr int64_t kModeTableBudget = int64_t{1} << 24;
 
 absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
+  const int64_t budget = std::max(kModeTableBudget, t.carrier()->size());
   for (const Layout& mode : TopLevelModes(t.layout())) {
-    if (mode.size() <= kModeTableBudget) continue;
+    if (mode.size() <= budget) continue;
     if (Coalesce(mode).shape().is_leaf()) continue;
     return ValueErrorCat(op, ": mode ", mode.ToString(), " of ",
                          t.layout().ToString(), " has ", mode.size(),
                          " coordinates and does not coalesce to one stride; "
                          "iterating it needs an offset table of more than ",
-                         kModeTableBudget, " entries");
+                         budget, " entries (the larger of ", kModeTableBudget,
+                         " and the carrier size)");
   }
   return absl::OkStatus();
 }
