@@ -94,6 +94,11 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
 
 absl::Status BlockScaleRule::Validate(
     const RepresentationValidationContext& context) const {
+  // An empty Tensor has no value, hence no block to give a scale to.
+  const auto placements = context.placement_layouts();
+  if (!placements.empty() && placements[0].size() == 0) {
+    return absl::OkStatus();
+  }
   return BlockedMode(context).status();
 }
 

@@ -8,7 +8,8 @@
 // in L_0 too, is never the blocked mode). Any other structure of S_0 (broadcast
 // modes, any order of the other modes) is allowed. Because views move S_0 with
 // L_0, a permuted or broadcast block-scaled Tensor still validates; a slice
-// that cuts a block fails here.
+// that cuts a block fails here. An empty Tensor (L_0 of size 0) has no block
+// and validates whatever S_0 is.
 //
 // NVFP4's per-tensor second-level scale is out of scope: Strata represents the
 // two levels (e2m1 values, e4m3 block scales) only.
@@ -30,9 +31,9 @@ class BlockScaleRule final : public RepresentationRule {
   absl::string_view name() const override { return "block_scale"; }
   int64_t block_size() const { return block_size_; }
 
-  // Errors (ValueError): no top-level mode, or more than one, is blocked as
-  // above; the message names the dtype, the block size and what S_0 does
-  // instead.
+  // Errors (ValueError): the Tensor is not empty and no top-level mode, or
+  // more than one, is blocked as above; the message names the dtype, the block
+  // size and what S_0 does instead.
   absl::Status Validate(
       const RepresentationValidationContext& context) const override;
 

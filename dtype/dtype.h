@@ -70,8 +70,9 @@ class SimpleDType final : public DType {
  public:
   struct Spec {
     std::string name;
-    int bits =
-        0;  // Storage bits per value: 1..64; sub-byte widths must divide 8.
+    // Storage bits per value: 1, 2 or 4 (packed into bytes), or a multiple
+    // of 8 up to 64.
+    int bits = 0;
     NumericClass numeric_class = NumericClass::kFloating;
     bool is_signed = true;
     // Floating formats: exponent and explicit mantissa bits (0 for others).
@@ -79,9 +80,10 @@ class SimpleDType final : public DType {
     int mantissa_bits = 0;
   };
 
-  // A new, unregistered descriptor. Errors (ValueError): empty name, bits
-  // outside 1..64 or a sub-byte width that does not divide 8, exponent/mantissa
-  // bits that do not fit.
+  // A new, unregistered descriptor. Errors (ValueError): empty name, a width
+  // other than 1, 2, 4, 8, 16, ..., 64 bits, exponent/mantissa bits that do
+  // not fit. (Kernels handle only the built-in descriptors: NOTE [ One dtype
+  // switch ].)
   static absl::StatusOr<const SimpleDType*> Create(Spec spec);
 
   int bits() const { return spec_.bits; }

@@ -273,6 +273,28 @@ TEST(TotalApiTest, OneSubtensorCompoundDTypeIsRefusedByKernels) {
   EXPECT_TRUE(Permute(t, {0}).ok());
 }
 
+// Found by api_fuzzer: an empty source used to get two host carriers and then
+// fail the block rule; an empty block-scaled Tensor has no block to check.
+TEST(TotalApiTest, EmptyTensorsQuantizeAndSliceToEmptyBlockScaledTensors) {
+  for (const CompoundDType* format :
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
+    const Tensor src = Make(dtypes::Float32(), "(0,0,2,96):(0,0,96,1)");
+    auto q = QuantizeBlockScaled(src, *format, 3);
+    ASSERT_TRUE(q.ok()) << format->name() << ": " << q.status();
+    EXPECT_EQ(q->num_subtensors(), 2);
+    EXPECT_EQ(q->size(), 0);
+    const Tensor rows = *Zeros(*dtypes::Float32(), {0, 64});
+    EXPECT_TRUE(QuantizeBlockScaled(rows, *format, 1).ok()) << format->name();
+  }
+  const Tensor mx = Mxfp8();
+  auto none = Slice(mx, 1, 32, 32, 1);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->size(), 0);
+  EXPECT_EQ(none->num_subtensors(), 2);
+  // A slice that cuts a block is still refused.
+  EXPECT_TRUE(IsValueError(Slice(mx, 1, 0, 16, 1).status()));
+}
+
 // --- Item 5: an empty placement past the end of its carrier.
 
 TEST(TotalApiTest, EmptyPlacementAtOffsetPastTheEndIsValueError) {
