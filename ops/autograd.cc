@@ -16,12 +16,15 @@
 #include "core/mutation_snapshot.h"
 #include "core/status_macros.h"
 #include "dtype/registry.h"
+#include "ops/internal/require.h"
 #include "ops/ops.h"
-#include "ops/require.h"
 #include "views/views.h"
 
 namespace strata {
 namespace autograd {
+
+using ops_internal::RequireKernelTensor;
+using ops_internal::RequireOneSubtensor;
 
 using Grads = std::vector<std::optional<Tensor>>;
 

@@ -13,10 +13,11 @@
 #include "dtype/scalar_type.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
-#include "ops/require.h"
-#include "ops/walk.h"
+#include "ops/internal/require.h"
 
 namespace strata {
+
+using ops_internal::RequireKernelTensor;
 namespace {
 
 struct ExportContext {

@@ -14,9 +14,9 @@
 // maps two coordinates to one carrier value (a broadcast view, say) is a
 // ValueError, as in PyTorch; so is a write whose layout cannot be proven to
 // reach each value once within a fixed budget (NOTE [ Proving a write
-// injective ] in ops.cc), and so is a walk over a top-level mode that does not
-// coalesce to one stride and has more coordinates than both 2^24 and the
-// carrier's size (its offset table would outgrow the data).
+// injective ] in ops/internal/checks.cc), and so is a walk over a top-level
+// mode that does not coalesce to one stride and has more coordinates than both
+// 2^24 and the carrier's size (its offset table would outgrow the data).
 //
 // Type promotion (PromoteTypes), as PyTorch's for these dtypes:
 // clang-format off

@@ -16,10 +16,13 @@
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
-#include "ops/require.h"
-#include "ops/walk.h"
+#include "ops/internal/iterate.h"
+#include "ops/internal/require.h"
 
 namespace strata {
+
+using ops_internal::RequireKernelTensor;
+using ops_internal::RowMajorOffsets;
 namespace {
 
 // Fast round-to-nearest-even encoders for |y| of a float; exact for every float

@@ -1,4 +1,4 @@
-#include "ops/element_io.h"
+#include "ops/internal/element_io.h"
 
 #include <cmath>
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include "dtype/scalar_type.h"
 
 namespace strata {
+namespace ops_internal {
 namespace {
 
 template <typename T>
@@ -62,13 +63,6 @@ constexpr StoredAs StoredAsOf() {
 }
 
 }  // namespace
-
-int64_t SaturatingToInt64(double v) {
-  if (std::isnan(v)) return 0;
-  if (v >= 9.2233720368547758e18) return std::numeric_limits<int64_t>::max();
-  if (v <= -9.2233720368547758e18) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(v);
-}
 
 // Every function below switches once on the dtype's ScalarType (NOTE [ One
 // dtype switch ]); a descriptor without one never reaches them (operations
@@ -150,4 +144,13 @@ void StoreInt(const SimpleDType& d, void* base, int64_t i, int64_t v) {
   });
 }
 
+void StoreScalar(const SimpleDType& d, void* base, int64_t i, const Scalar& v) {
+  if (v.is_float()) {
+    StoreDouble(d, base, i, v.as_double());
+  } else {
+    StoreInt(d, base, i, v.as_int());
+  }
+}
+
+}  // namespace ops_internal
 }  // namespace strata

@@ -1,11 +1,13 @@
-#include "ops/iterate.h"
+#include "ops/internal/iterate.h"
 
+#include <array>
+#include <cstdint>
 #include <vector>
 
 #include "layout/algebra.h"
-#include "ops/walk.h"
 
 namespace strata {
+namespace ops_internal {
 
 ModeAccess MakeModeAccess(const Layout& mode, bool broadcast) {
   ModeAccess access;
@@ -36,4 +38,23 @@ std::vector<ModeAccess> AlignedAccess(const Layout& layout,
   return out;
 }
 
+std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
+                                     int end) {
+  std::vector<int64_t> extents;
+  std::array<std::vector<ModeAccess>, 1> access;
+  int64_t count = 1;
+  for (int j = begin; j < end; ++j) {
+    extents.push_back(modes[j].size());
+    access[0].push_back(MakeModeAccess(modes[j], /*broadcast=*/false));
+    count *= modes[j].size();  // At most the layout's size.
+  }
+  std::vector<int64_t> offsets;
+  offsets.reserve(count);
+  ForEachIndex<1>(extents, access, {0}, [&](const std::array<int64_t, 1>& i) {
+    offsets.push_back(i[0]);
+  });
+  return offsets;
+}
+
+}  // namespace ops_internal
 }  // namespace strata

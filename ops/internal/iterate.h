@@ -7,16 +7,18 @@
 // Adjacent modes merge when every operand's strides allow, so a compact Tensor
 // is one loop; the innermost loop is a plain strided loop the compiler
 // vectorizes when every stride is 1.
-#ifndef STRATA_OPS_ITERATE_H_
-#define STRATA_OPS_ITERATE_H_
+#ifndef STRATA_OPS_INTERNAL_ITERATE_H_
+#define STRATA_OPS_INTERNAL_ITERATE_H_
 
 #include <array>
 #include <cstdint>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "layout/layout.h"
 
 namespace strata {
+namespace ops_internal {
 
 struct ModeAccess {
   int64_t stride = 0;          // When table is empty.
@@ -37,14 +39,6 @@ ModeAccess MakeModeAccess(const Layout& mode, bool broadcast);
 std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix = false);
-
-template <int N>
-struct IterationSpace {
-  std::vector<int64_t> extents;  // Outermost first.
-  std::vector<std::array<const ModeAccess*, N>>
-      access;                                     // Per dim, per operand.
-  std::vector<std::array<ModeAccess, N>> merged;  // Storage for merged dims.
-};
 
 // Calls f(std::array<int64_t, N> index) for every element in row-major order,
 // where index[k] = bases[k] + sum over modes of operand k's offset.
@@ -129,6 +123,13 @@ void ForEachIndex(const std::vector<int64_t>& extents,
   }
 }
 
+// offsets[r] = L(coordinate r), r enumerating modes [begin, end) of `modes` in
+// row-major order (later modes fastest), other modes at coordinate 0; the
+// same walk as ForEachIndex, stored. O(product of those extents).
+std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
+                                     int end);
+
+}  // namespace ops_internal
 }  // namespace strata
 
-#endif  // STRATA_OPS_ITERATE_H_
+#endif  // STRATA_OPS_INTERNAL_ITERATE_H_

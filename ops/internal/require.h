@@ -1,8 +1,8 @@
 // The spec's rule for operations: everything but the eight pure layout views
 // needs a one-subtensor Tensor, and says so before any allocation, mutation or
 // kernel.
-#ifndef STRATA_OPS_REQUIRE_H_
-#define STRATA_OPS_REQUIRE_H_
+#ifndef STRATA_OPS_INTERNAL_REQUIRE_H_
+#define STRATA_OPS_INTERNAL_REQUIRE_H_
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -13,6 +13,7 @@
 #include "dtype/dtype.h"
 
 namespace strata {
+namespace ops_internal {
 
 // OneSubtensorRequired error naming the op, the level count and the dtype, else
 // OK.
@@ -33,6 +34,7 @@ inline absl::Status RequireKernelTensor(const Tensor& tensor,
   return RequireScalarType(tensor.dtype(), op).status();
 }
 
+}  // namespace ops_internal
 }  // namespace strata
 
-#endif  // STRATA_OPS_REQUIRE_H_
+#endif  // STRATA_OPS_INTERNAL_REQUIRE_H_

@@ -1,16 +1,19 @@
-// Typed loads and stores of single values of any simple dtype, as double or
-// int64. Conversions: floats to integers truncate toward zero and saturate (NaN
+// Typed loads and stores of single values of any built-in simple dtype, as
+// double or int64 (NOTE [ One dtype switch ]). Conversions: floats to integers
+// truncate toward zero and saturate (NaN
 // -> 0); to bool, non-zero is true; to the narrow floating formats, round to
 // nearest even and saturate (dtype/float_formats.h). Sub-byte values go through
 // dtype/packing.h.
-#ifndef STRATA_OPS_ELEMENT_IO_H_
-#define STRATA_OPS_ELEMENT_IO_H_
+#ifndef STRATA_OPS_INTERNAL_ELEMENT_IO_H_
+#define STRATA_OPS_INTERNAL_ELEMENT_IO_H_
 
 #include <cstdint>
 
 #include "dtype/dtype.h"
+#include "ops/scalar.h"
 
 namespace strata {
+namespace ops_internal {
 
 // Whether values of `dtype` are read as integers (bool and integer dtypes).
 inline bool IsIntegral(const SimpleDType& dtype) {
@@ -23,7 +26,11 @@ void StoreDouble(const SimpleDType& dtype, void* base, int64_t index,
                  double value);
 void StoreInt(const SimpleDType& dtype, void* base, int64_t index,
               int64_t value);
+// A Scalar stored as a float (StoreDouble) or an integer (StoreInt).
+void StoreScalar(const SimpleDType& dtype, void* base, int64_t index,
+                 const Scalar& value);
 
+}  // namespace ops_internal
 }  // namespace strata
 
-#endif  // STRATA_OPS_ELEMENT_IO_H_
+#endif  // STRATA_OPS_INTERNAL_ELEMENT_IO_H_

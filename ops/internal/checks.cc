@@ -1,0 +1,203 @@
+#include "ops/internal/checks.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/status_macros.h"
+#include "layout/algebra.h"
+#include "layout/checked_math.h"
+
+namespace strata {
+namespace ops_internal {
+
+std::vector<int64_t> ShapeOf(const Tensor& t) {
+  std::vector<int64_t> shape;
+  for (const Layout& m : TopLevelModes(t.layout())) shape.push_back(m.size());
+  return shape;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
+}
+
+namespace {
+
+// NOTE [ Offset-table budget ]: the kernels walk a top-level mode that does
+// not coalesce to one stride through a table of its offsets
+// (ops/internal/iterate.h). A table is allowed up to the
+// larger of kModeTableBudget and the carrier's size, so it never costs more
+// than O(carrier): only an aliasing mode (a hierarchical broadcast, say) can
+// have more coordinates than its carrier has values, and such a walk is
+// refused rather than allocated.
+constexpr int64_t kModeTableBudget = int64_t{1} << 24;
+
+absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
+  const int64_t budget = std::max(kModeTableBudget, t.carrier()->size());
+  for (const Layout& mode : TopLevelModes(t.layout())) {
+    if (mode.size() <= budget) continue;
+    if (Coalesce(mode).shape().is_leaf()) continue;
+    return ValueErrorCat(op, ": mode ", mode.ToString(), " of ",
+                         t.layout().ToString(), " has ", mode.size(),
+                         " coordinates and does not coalesce to one stride; "
+                         "iterating it needs an offset table of more than ",
+                         budget, " entries (the larger of ", kModeTableBudget,
+                         " and the carrier size)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status RequireHostData(const Tensor& t, absl::string_view op) {
+  if (t.size() > 0 && t.carrier()->data() == nullptr) {
+    return ValueErrorCat(op, ": the ", t.carrier()->class_name(),
+                         " carrier of ", t.dtype().name(),
+                         " holds no host data");
+  }
+  return absl::OkStatus();
+}
+
+// For the kernels that walk every element.
+absl::Status RequireData(const Tensor& t, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireHostData(t, op));
+  return RequireIterable(t, op);
+}
+
+namespace {
+
+// NOTE [ Proving a write injective ]: a write through a layout that reaches
+// one carrier value from two coordinates is ambiguous, so every write first
+// proves that it does not, without allocating O(size):
+//  1. pigeonhole: more coordinates than carrier indices in the reached range
+//     [min_index, max_index] cannot be injective (O(rank));
+//  2. a stride-0 mode of extent > 1 is not injective (O(rank));
+//  3. sorted by |stride| after coalescing, each stride beyond the span of the
+//     smaller ones is injective (O(rank log rank));
+//  4. otherwise the reached indices are marked in a bitmap over that range,
+//     when the range is at most kInjectivityBudget indices (the write itself
+//     then touches as many); beyond it the write is refused as unprovable.
+constexpr int64_t kInjectivityBudget = int64_t{1} << 28;
+
+enum class Injectivity { kInjective, kNotInjective, kUnproven };
+
+Injectivity ProveInjective(const Layout& layout) {
+  if (layout.size() <= 1) return Injectivity::kInjective;
+  // The range is at most the carrier size (the placement fits it).
+  int64_t range;
+  if (!CheckedSub(layout.max_index(), layout.min_index(), &range) ||
+      !CheckedAdd(range, 1, &range)) {
+    range = std::numeric_limits<int64_t>::max();
+  }
+  if (layout.size() > range) return Injectivity::kNotInjective;
+  const Layout c = Coalesce(layout);
+  std::vector<std::pair<int64_t, int64_t>> modes;  // (|stride|, extent)
+  const auto extents = c.shape().leaves();
+  const auto strides = c.stride().leaves();
+  for (size_t k = 0; k < extents.size(); ++k) {
+    if (extents[k] == 1) continue;
+    if (strides[k] == 0) return Injectivity::kNotInjective;
+    modes.emplace_back(strides[k] < 0 ? -strides[k] : strides[k], extents[k]);
+  }
+  std::sort(modes.begin(), modes.end());
+  int64_t span = 0;
+  bool separated = true;
+  for (const auto& [stride, extent] : modes) {
+    if (stride <= span) separated = false;
+    span += (extent - 1) * stride;  // Bounded by the layout's index range.
+  }
+  if (separated) return Injectivity::kInjective;
+  if (range > kInjectivityBudget) return Injectivity::kUnproven;
+  std::vector<uint64_t> seen((range + 63) / 64, 0);
+  const int64_t low = layout.min_index();
+  for (int64_t i = 0; i < layout.size(); ++i) {
+    const int64_t bit = layout(i) - low;
+    uint64_t& word = seen[bit / 64];
+    const uint64_t mask = uint64_t{1} << (bit % 64);
+    if (word & mask) return Injectivity::kNotInjective;
+    word |= mask;
+  }
+  return Injectivity::kInjective;
+}
+
+}  // namespace
+
+absl::Status RequireWritable(const Tensor& t, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireData(t, op));
+  switch (ProveInjective(t.layout())) {
+    case Injectivity::kInjective:
+      return absl::OkStatus();
+    case Injectivity::kNotInjective:
+      return ValueErrorCat(
+          op, ": the destination layout ", t.layout().ToString(),
+          " maps several coordinates to one carrier value (e.g. a "
+          "broadcast view); writing to it is ambiguous");
+    case Injectivity::kUnproven:
+      break;
+  }
+  return ValueErrorCat(op, ": cannot prove that the destination layout ",
+                       t.layout().ToString(),
+                       " writes each carrier value once (its strides "
+                       "interleave and its index range exceeds ",
+                       kInjectivityBudget, " values)");
+}
+
+absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
+    absl::string_view op, const std::vector<int64_t>& a,
+    const std::vector<int64_t>& b) {
+  const size_t rank = std::max(a.size(), b.size());
+  std::vector<int64_t> out(rank);
+  for (size_t p = 0; p < rank; ++p) {
+    const int64_t x = p + a.size() >= rank ? a[p + a.size() - rank] : 1;
+    const int64_t y = p + b.size() >= rank ? b[p + b.size() - rank] : 1;
+    if (x != y && x != 1 && y != 1) {
+      return ValueErrorCat(op, ": shapes ", ShapeText(a), " and ", ShapeText(b),
+                           " do not broadcast (mode ", p, ": ", x, " vs ", y,
+                           ")");
+    }
+    out[p] = x == 1 ? y : x;
+  }
+  return out;
+}
+
+absl::Status RequireBroadcastsTo(absl::string_view op,
+                                 const std::vector<int64_t>& from,
+                                 const std::vector<int64_t>& to) {
+  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> joint,
+                          BroadcastShapes(op, from, to));
+  if (joint != to) {
+    return ValueErrorCat(op, ": shape ", ShapeText(from),
+                         " does not broadcast to ", ShapeText(to));
+  }
+  return absl::OkStatus();
+}
+
+// Whether the two Tensors share a carrier and their reached index ranges
+// intersect.
+bool MayOverlap(const Tensor& a, const Tensor& b) {
+  if (a.carrier() != b.carrier() || a.size() == 0 || b.size() == 0)
+    return false;
+  const int64_t a_lo = a.offset() + a.layout().min_index();
+  const int64_t a_hi = a.offset() + a.layout().max_index();
+  const int64_t b_lo = b.offset() + b.layout().min_index();
+  const int64_t b_hi = b.offset() + b.layout().max_index();
+  return a_lo <= b_hi && b_lo <= a_hi;
+}
+
+bool SameView(const Tensor& a, const Tensor& b) {
+  return a.carrier() == b.carrier() && a.offset() == b.offset() &&
+         a.layout() == b.layout();
+}
+
+// Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the
+// 16-bit or narrow floats); returns false otherwise.
+
+}  // namespace ops_internal
+}  // namespace strata

@@ -1,0 +1,127 @@
+#include "ops/internal/copy_kernel.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "carrier/carrier.h"
+#include "core/status_macros.h"
+#include "ops/internal/checks.h"
+#include "ops/internal/element_io.h"
+#include "ops/internal/iterate.h"
+#include "ops/ops.h"
+
+namespace strata {
+namespace ops_internal {
+
+// NOTE [ Blocked transposing copy ]: rows of both sides are a power of two
+// apart for square matrices, so they share L1 sets. Each source line of a tile
+// is read once into a small buffer, transposed there, and each destination line
+// written once. Inlined with constant bounds for whole tiles, the loops unroll
+// and vectorize.
+namespace {
+
+constexpr int64_t kTransposeTile = 16;
+
+template <typename T>
+inline void CopyTile(T* to, const T* from, int64_t to_row_stride,
+                     int64_t from_column_stride, int64_t rows, int64_t cols) {
+  T buffer[kTransposeTile * kTransposeTile];
+  for (int64_t j = 0; j < cols; ++j) {
+    const T* line = from + j * from_column_stride;
+    for (int64_t i = 0; i < rows; ++i) buffer[i * kTransposeTile + j] = line[i];
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    T* line = to + i * to_row_stride;
+    for (int64_t j = 0; j < cols; ++j) line[j] = buffer[i * kTransposeTile + j];
+  }
+}
+
+}  // namespace
+
+// dst[c] = src[c] for same-shaped views (src broadcast already aligned by
+// access).
+void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
+                const std::vector<ModeAccess>& dst_access, const Tensor& src,
+                const std::vector<ModeAccess>& src_access) {
+  const SimpleDType& dd = DTypeOf(dst);
+  const SimpleDType& sd = DTypeOf(src);
+  void* out = dst.carrier()->mutable_data();
+  const void* in = src.carrier()->data();
+  const std::array<std::vector<ModeAccess>, 2> ops = {dst_access, src_access};
+  const std::array<int64_t, 2> bases = {dst.offset(), src.offset()};
+  if (&dd == &sd && dd.bits() >= 8) {
+    auto typed = [&](auto tag) {
+      using T = decltype(tag);
+      T* o = static_cast<T*>(out);
+      const T* s = static_cast<const T*>(in);
+      // NOTE [ Blocked transposing copy ]: when dst is unit-stride in its inner
+      // mode and src in another mode, copy 2-D tiles so both sides stay in
+      // cache.
+      const size_t r = extents.size();
+      if (r >= 2 && dst_access[r - 1].strided() &&
+          dst_access[r - 1].stride == 1 && src_access[r - 2].strided() &&
+          src_access[r - 2].stride == 1 && src_access[r - 1].strided() &&
+          dst_access[r - 2].strided() && src_access[r - 1].stride != 1) {
+        const int64_t rows = extents[r - 2], cols = extents[r - 1];
+        const int64_t ds = dst_access[r - 2].stride,
+                      ss = src_access[r - 1].stride;
+        std::vector<int64_t> outer(extents.begin(), extents.end() - 2);
+        std::array<std::vector<ModeAccess>, 2> outer_ops = {
+            std::vector<ModeAccess>(dst_access.begin(), dst_access.end() - 2),
+            std::vector<ModeAccess>(src_access.begin(), src_access.end() - 2)};
+        ForEachIndex<2>(
+            outer, outer_ops, bases, [&](const std::array<int64_t, 2>& b) {
+              for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile) {
+                const int64_t ni = std::min(kTransposeTile, rows - i0);
+                for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile) {
+                  const int64_t nj = std::min(kTransposeTile, cols - j0);
+                  T* to = o + b[0] + i0 * ds + j0;
+                  const T* from = s + b[1] + j0 * ss + i0;
+                  if (ni == kTransposeTile && nj == kTransposeTile) {
+                    CopyTile(to, from, ds, ss, kTransposeTile,
+                             kTransposeTile);  // Unrolled.
+                  } else {
+                    CopyTile(to, from, ds, ss, ni, nj);
+                  }
+                }
+              }
+            });
+        return;
+      }
+      ForEachIndex<2>(
+          extents, ops, bases,
+          [&](const std::array<int64_t, 2>& i) { o[i[0]] = s[i[1]]; });
+    };
+    if (DispatchNative(dd, typed)) return;
+    if (dd.bits() == 16 || dd.is_bool()) {
+      if (dd.bits() == 16) {
+        typed(uint16_t{});
+      } else {
+        typed(uint8_t{});
+      }
+      return;
+    }
+  }
+  if (IsIntegral(dd) && IsIntegral(sd)) {
+    ForEachIndex<2>(extents, ops, bases, [&](const std::array<int64_t, 2>& i) {
+      StoreInt(dd, out, i[0], LoadInt(sd, in, i[1]));
+    });
+  } else {
+    ForEachIndex<2>(extents, ops, bases, [&](const std::array<int64_t, 2>& i) {
+      StoreDouble(dd, out, i[0], LoadDouble(sd, in, i[1]));
+    });
+  }
+}
+
+absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
+  const std::vector<int64_t> shape = ShapeOf(a);
+  STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(dtype, shape));
+  CopyKernel(out, shape, AlignedAccess(out.layout(), shape), a,
+             AlignedAccess(a.layout(), shape));
+  return out;
+}
+
+}  // namespace ops_internal
+}  // namespace strata
