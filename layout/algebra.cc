@@ -350,9 +350,8 @@ bool ModeAsSingleStride(const Layout& layout,
       e = extents[k];
       d = strides[k];
       started = true;
-    } else if (strides[k] ==
-               e * d) {  // Bounded by the layout's own arithmetic.
-      e *= extents[k];
+    } else if (int64_t span; CheckedMul(e, d, &span) && strides[k] == span) {
+      e *= extents[k];  // Bounded by the layout's size.
     } else {
       return false;
     }
@@ -369,9 +368,12 @@ bool ModeAsSingleStride(const Layout& layout,
 }
 
 Layout Coalesce(const Layout& layout) {
-  if (layout.size() == 0) return *Layout::Create(0, 0);
-  // Same function, so same (already validated) bounds.
-  return *FromModes(CoalescedModes(layout));
+  // Same function, so the same (already validated) bounds: this cannot fail;
+  // were it to, the layout itself is a correct, if uncoalesced, answer.
+  absl::StatusOr<Layout> coalesced = layout.size() == 0
+                                         ? Layout::Create(0, 0)
+                                         : FromModes(CoalescedModes(layout));
+  return coalesced.ok() ? *std::move(coalesced) : layout;
 }
 
 absl::StatusOr<Layout> CoalesceByMode(const Layout& layout,

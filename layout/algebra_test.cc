@@ -403,5 +403,67 @@ TEST(AlgebraLaws, PrintParsePrintIsTheIdentity) {
   }
 }
 
+// --- Issue 16, item 4: extreme integers are ValueErrors, never UB ------------
+
+TEST(AlgebraIssue16, ExtremeIntegersInTheAlgebraAreValueErrors) {
+  const int64_t kMax = INT64_MAX;
+  const int64_t kMin = INT64_MIN;
+  const int64_t values[] = {kMax, kMin, -1, 0, 1, 2, kMax / 2 + 1, kMin + 1};
+  std::vector<Layout> layouts = {L("8:1"), L("(4,3):(3,1)"), L("1:0")};
+  for (int64_t x : values) {
+    for (int64_t y : values) {
+      for (const IntTuple& shape :
+           {IntTuple::Flat({x, y}), IntTuple::Flat({2, x}), IntTuple(x)}) {
+        for (const IntTuple& stride :
+             {IntTuple::Flat({y, x}), IntTuple::Flat({1, y}), IntTuple(y)}) {
+          auto l = Layout::Create(shape, stride);
+          if (!l.ok()) {
+            ASSERT_TRUE(IsValueError(l.status())) << l.status();
+            continue;
+          }
+          if (l->size() > 0) {
+            EXPECT_GE(l->cosize(), 1);
+            (void)(*l)(l->size() - 1);
+          }
+          layouts.push_back(*l);
+        }
+      }
+    }
+  }
+  auto ok_or_value_error = [](const absl::Status& s) {
+    return s.ok() || IsValueError(s);
+  };
+  for (const Layout& a : layouts) {
+    SCOPED_TRACE(a.ToString());
+    (void)Coalesce(a);
+    for (int64_t n : values) {
+      EXPECT_TRUE(ok_or_value_error(Complement(a, n).status()));
+      EXPECT_TRUE(ok_or_value_error(ComposeJointly({a}, n, L("2:1")).status()));
+    }
+    EXPECT_TRUE(ok_or_value_error(RightInverse(a).status()));
+    EXPECT_TRUE(ok_or_value_error(LeftInverse(a).status()));
+    for (const Layout& b : {layouts[0], layouts[1], layouts[2], a}) {
+      EXPECT_TRUE(ok_or_value_error(Composition(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(Composition(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(LogicalDivide(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(LogicalProduct(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(BlockedProduct(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(RakedProduct(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(ZippedDivide(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(TiledDivide(b, a).status()));
+    }
+    const IntTuple::Elements elements = a.shape().TopElements();
+    for (int i = 0; i < elements.size(); ++i) {
+      int64_t extent, stride;
+      (void)ModeAsSingleStride(a, elements, i, &extent, &stride);
+    }
+  }
+  // A mode whose merged span would overflow stays two strides.
+  const Layout wide = L("((2,3)):((4611686018427387904,1))");
+  int64_t extent, stride;
+  EXPECT_FALSE(ModeAsSingleStride(wide, wide.shape().TopElements(), 0, &extent,
+                                  &stride));
+}
+
 }  // namespace
 }  // namespace strata
