@@ -63,11 +63,17 @@ absl::Status RequirePositiveExtents(const Layout& layout,
   return absl::OkStatus();
 }
 
+// A leaf of extent 1 never steps, so its stride does not matter.
 absl::Status RequireNonNegativeStrides(const Layout& layout,
                                        absl::string_view operation) {
-  if (!layout.HasNonNegativeStrides()) {
-    return ValueErrorCat(operation, ": layout ", layout.ToString(),
-                         " has a negative stride");
+  const auto extents = layout.shape().leaves();
+  const auto strides = layout.stride().leaves();
+  for (size_t k = 0; k < extents.size(); ++k) {
+    if (extents[k] > 1 && strides[k] < 0) {
+      return ValueErrorCat(operation, ": layout ", layout.ToString(),
+                           " has a negative stride ", strides[k], " at leaf ",
+                           k, " (extent ", extents[k], ")");
+    }
   }
   return absl::OkStatus();
 }
@@ -144,9 +150,13 @@ absl::StatusOr<Pieces> ComposeLeaf(const JointOperand& a, int64_t extent,
     return ValueErrorCat("composition ", a.text, " o ", extent, ":", stride,
                          " is not admissible: ", why);
   };
-  if (stride < 0)
+  // As in CuTe, a mode of extent 1 only reaches B(0) == 0, whatever its stride,
+  // and a stride-0 mode only reaches A(0): both give extent:0, free of the
+  // divisibility conditions.
+  if (extent == 1 || stride == 0) return Pieces{{extent, -1, 0}};
+  if (stride < 0) {
     return inadmissible("the right operand has a negative stride");
-  if (stride == 0) return Pieces{{extent, -1, 0}};
+  }
   const int last = static_cast<int>(a.extents.size()) - 1;
   // Step 1: divide out the stride. A'(j) == A(stride * j).
   Pieces strided;
@@ -350,9 +360,8 @@ bool ModeAsSingleStride(const Layout& layout,
       e = extents[k];
       d = strides[k];
       started = true;
-    } else if (strides[k] ==
-               e * d) {  // Bounded by the layout's own arithmetic.
-      e *= extents[k];
+    } else if (int64_t span; CheckedMul(e, d, &span) && strides[k] == span) {
+      e *= extents[k];  // Bounded by the layout's size.
     } else {
       return false;
     }
@@ -369,9 +378,12 @@ bool ModeAsSingleStride(const Layout& layout,
 }
 
 Layout Coalesce(const Layout& layout) {
-  if (layout.size() == 0) return *Layout::Create(0, 0);
-  // Same function, so same (already validated) bounds.
-  return *FromModes(CoalescedModes(layout));
+  // Same function, so the same (already validated) bounds: this cannot fail;
+  // were it to, the layout itself is a correct, if uncoalesced, answer.
+  absl::StatusOr<Layout> coalesced = layout.size() == 0
+                                         ? Layout::Create(0, 0)
+                                         : FromModes(CoalescedModes(layout));
+  return coalesced.ok() ? *std::move(coalesced) : layout;
 }
 
 absl::StatusOr<Layout> CoalesceByMode(const Layout& layout,
@@ -521,22 +533,52 @@ absl::StatusOr<Layout> RightInverse(const Layout& layout) {
 absl::StatusOr<Layout> LeftInverse(const Layout& layout) {
   STRATA_RETURN_IF_ERROR(RequirePositiveExtents(layout, "left_inverse"));
   STRATA_RETURN_IF_ERROR(RequireNonNegativeStrides(layout, "left_inverse"));
-  const Layout coalesced = Coalesce(layout);
-  for (const Mode& m : Leaves(coalesced)) {
-    if (m.extent > 1 && m.stride == 0) {
-      return ValueErrorCat("left_inverse: layout ", layout.ToString(),
-                           " is not injective (a mode of extent ", m.extent,
-                           " has stride 0)");
+  // CuTe's construction, checked: the coalesced modes that move (stride > 0),
+  // by ascending stride d_0 < d_1 < ... < d_n with extents s_k and positions
+  // p_k (colexicographic weights in L's domain). Stride-0 modes are skipped:
+  // their coordinate is taken as 0. R has modes
+  //   (d_0, d_1/d_0, ..., d_n/d_{n-1}, s_n) : (0, p_0, ..., p_{n-1}, p_n),
+  // so an index sum_k c_k d_k decodes to sum_k c_k p_k. That is exact when
+  // each d_k is a multiple of the span s_{k-1} d_{k-1} of the one below.
+  const Modes modes = CoalescedModes(layout);
+  absl::InlinedVector<int64_t, 8> position(modes.size());
+  int64_t running = 1;
+  for (size_t k = 0; k < modes.size(); ++k) {
+    position[k] = running;
+    running *= modes[k].extent;  // Bounded by size(layout).
+  }
+  absl::InlinedVector<size_t, 8> order;
+  for (size_t k = 0; k < modes.size(); ++k) {
+    if (modes[k].stride != 0) order.push_back(k);
+  }
+  if (order.empty()) return Layout();  // L(i) == 0 for all i: R = 1:0.
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return modes[x].stride < modes[y].stride;
+  });
+  Modes result = {{modes[order[0]].stride, 0}};
+  for (size_t m = 1; m < order.size(); ++m) {
+    const Mode& below = modes[order[m - 1]];
+    const Mode& here = modes[order[m]];
+    int64_t span;
+    if (!CheckedMul(below.extent, below.stride, &span) ||
+        here.stride % span != 0) {
+      return ValueErrorCat(
+          "left_inverse: layout ", layout.ToString(),
+          " is not injective in the admissible sense: coalesced stride ",
+          here.stride, " is not a multiple of the span ", below.extent, "*",
+          below.stride,
+          " of the mode below it (the modes overlap or interleave)");
     }
+    result.push_back({here.stride / below.stride, position[order[m - 1]]});
   }
-  auto complement = Complement(coalesced, coalesced.cosize());
-  if (!complement.ok()) {
-    return ValueErrorCat("left_inverse: layout ", layout.ToString(),
-                         " is not injective in the admissible sense: ",
-                         complement.status().message());
+  result.push_back({modes[order.back()].extent, position[order.back()]});
+  auto flat = FromModes(result);
+  if (!flat.ok()) {
+    return ValueErrorCat(
+        "left_inverse of ", layout.ToString(),
+        " overflows 64-bit arithmetic: ", flat.status().message());
   }
-  STRATA_ASSIGN_OR_RETURN(Layout full, MakeLayout({coalesced, *complement}));
-  return RightInverse(full);
+  return Coalesce(*flat);
 }
 
 absl::StatusOr<Layout> LogicalDivide(const Layout& a, const Layout& b) {

@@ -49,8 +49,11 @@ absl::StatusOr<Layout> CoalesceByMode(const Layout& layout,
 // Admissible when, with A coalesced to (s_0..s_n):(d_0..d_n), each stride r of
 // B divides or is divided by the extents it crosses (stride divisibility) and
 // each extent N of B is divided by the extents of the strided A it spans (shape
-// divisibility); A's last mode extends without bound. Errors (ValueError):
-// inadmissible operands, a negative stride in B, overflow.
+// divisibility); A's last mode extends without bound. As in CuTe, a leaf of B
+// of extent 1 is always admissible and gives 1:0 (it reaches only B(0) == 0;
+// CuTe prints another stride for the same function), and a leaf of stride 0
+// gives N:0. Errors (ValueError): inadmissible operands, a negative stride in a
+// leaf of B of extent > 1, overflow.
 absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b);
 // Composition of several layouts of one shape with B at an offset, sharing one
 // result shape: for every operand A_j and coordinate c of B,
@@ -87,10 +90,13 @@ absl::StatusOr<Layout> Complement(const Layout& layout, int64_t cotarget);
 // with negative strides never extend the chain. Errors: overflow.
 absl::StatusOr<Layout> RightInverse(const Layout& layout);
 
-// @post R(L(i)) == i for all 0 <= i < size(L).
-// Errors (ValueError): L is not injective in the admissible sense (a stride-0
-// mode, or its complement with respect to cosize(L) is inadmissible), a
-// negative stride.
+// CuTe's quasi-inverse: stride-0 modes are skipped (their coordinate is taken
+// as 0), the other coalesced modes are decoded by ascending stride.
+// @post L(R(L(i))) == L(i) for all 0 <= i < size(L), size(R) >= cosize(L),
+//       and R(L(i)) == i when L is injective.
+// Errors (ValueError): a negative stride in a mode of extent > 1; the moving
+// modes, by ascending stride, are not each a multiple of the span s*d of the
+// one below (they overlap or interleave, e.g. (2,2):(3,2)); overflow.
 absl::StatusOr<Layout> LeftInverse(const Layout& layout);
 
 // logical_divide(A, B) = A o (B, complement(B, size(A))).

@@ -74,6 +74,27 @@ void ExpectComplement(const Layout& l, int64_t n, const Layout& r) {
   }
 }
 
+// CuTe's left_inverse post-condition: A(R(A(i))) == A(i) for all i < size(A),
+// R defined on [0, cosize(A)) and landing in A's domain on A's image; where A
+// is injective, R(A(i)) == i.
+void ExpectLeftInverse(const Layout& a, const Layout& r) {
+  ASSERT_GE(r.size(), a.cosize()) << a.ToString() << " -> " << r.ToString();
+  std::set<int64_t> image;
+  for (int64_t i = 0; i < a.size(); ++i) image.insert(a(i));
+  const bool injective = static_cast<int64_t>(image.size()) == a.size();
+  for (int64_t i = 0; i < a.size(); ++i) {
+    const int64_t back = r(a(i));
+    ASSERT_GE(back, 0) << a.ToString() << " left_inverse " << r.ToString();
+    ASSERT_LT(back, a.size())
+        << a.ToString() << " left_inverse " << r.ToString() << " at " << i;
+    ASSERT_EQ(a(back), a(i))
+        << a.ToString() << " left_inverse " << r.ToString() << " at " << i;
+    if (injective) {
+      ASSERT_EQ(back, i) << a.ToString() << " " << r.ToString();
+    }
+  }
+}
+
 TEST(AlgebraDocExamples, Coalesce) {
   EXPECT_EQ(Coalesce(L("(2,(1,6)):(1,(6,2))")).ToString(), "12:1");
   EXPECT_EQ(Coalesce(L("(4,1):(1,9)")).ToString(), "4:1");
@@ -169,8 +190,9 @@ TEST(AlgebraErrors, ComplementAndInverseErrors) {
   EXPECT_TRUE(IsValueError(Complement(L("(2,2):(1,1)"), 8).status()));
   EXPECT_TRUE(IsValueError(Complement(L("4:-1"), 8).status()));
   EXPECT_TRUE(IsValueError(Complement(L("4:1"), 0).status()));
-  EXPECT_TRUE(IsValueError(LeftInverse(L("(2,2):(0,1)")).status()));
   EXPECT_TRUE(IsValueError(LeftInverse(L("(2,2):(3,2)")).status()));
+  EXPECT_TRUE(IsValueError(LeftInverse(L("(2,2):(1,1)")).status()));
+  EXPECT_TRUE(IsValueError(LeftInverse(L("(2,3):(0,-1)")).status()));
   EXPECT_TRUE(IsValueError(LogicalDivide(L("8:1"), L("(4,0):(1,1)")).status()));
   const std::vector<Layout> long_tiler = {L("2:1"), L("2:1"), L("2:1")};
   EXPECT_TRUE(
@@ -401,6 +423,204 @@ TEST(AlgebraLaws, PrintParsePrintIsTheIdentity) {
     ASSERT_EQ(*parsed, l);
     ASSERT_EQ(parsed->ToString(), text);
   }
+}
+
+// --- Issue 16, item 7: agreement with CuTe on degenerate operands ----------
+
+TEST(AlgebraIssue16, ComposeWithASizeOneRightOperandAgreesWithCuTe) {
+  // CuTe answers (1):(1); B reaches only B(0) == 0, so every stride gives the
+  // same function, and Strata's size-1 modes have stride 0.
+  const Layout a = L("((4,8),(7)):((7,28),(1))");
+  auto r = Composition(a, L("(1):(6)"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ToString(), "(1):(0)");
+  ExpectComposition(a, L("(1):(6)"), *r);
+  struct Case {
+    const char* a;
+    const char* b;
+    const char* r;
+  } cases[] = {
+      {"((4,8),(7)):((7,28),(1))", "1:6", "1:0"},
+      {"(4,3):(3,1)", "(1,2):(5,4)", "(1,2):(0,1)"},
+      {"(4,3):(3,1)", "(2,1):(1,9223372036854775807)", "(2,1):(3,0)"},
+      {"(4,3):(1,10)", "(2,(1,3)):(1,(7,4))", "(2,(1,3)):(1,(0,10))"},
+      {"8:1", "1:-3", "1:0"},
+      {"(4,3):(3,1)", "((1,1),1):((5,7),-9)", "((1,1),1):((0,0),0)"},
+  };
+  for (const Case& c : cases) {
+    auto result = Composition(L(c.a), L(c.b));
+    ASSERT_TRUE(result.ok()) << c.a << " o " << c.b << ": " << result.status();
+    EXPECT_EQ(result->ToString(), c.r) << c.a << " o " << c.b;
+    ExpectComposition(L(c.a), L(c.b), *result);
+  }
+  // The divisibility checks still hold for every other mode.
+  EXPECT_TRUE(
+      IsValueError(Composition(L("(4,3):(3,1)"), L("(1,2):(5,6)")).status()));
+  EXPECT_TRUE(IsValueError(Composition(L("8:1"), L("2:-3")).status()));
+}
+
+TEST(AlgebraIssue16, ComposeWithStrideZeroRightModesAgreesWithCuTe) {
+  // CuTe returns a stride-0 right operand unchanged: N:0 reaches A(0) == 0.
+  struct Case {
+    const char* a;
+    const char* b;
+    const char* r;
+  } cases[] = {
+      {"(4,3):(1,10)", "6:0", "6:0"},
+      {"(4,3):(1,10)", "(2,6):(1,0)", "(2,6):(1,0)"},
+      {"(4,3):(3,1)", "(4,2):(0,1)", "(4,2):(0,3)"},
+      {"((4,8),(7)):((7,28),(1))", "(5,(3,2)):(0,(0,32))",
+       "(5,(3,2)):(0,(0,1))"},
+      {"(4,3):(3,1)", "(1000000000000,2):(0,4)", "(1000000000000,2):(0,1)"},
+  };
+  for (const Case& c : cases) {
+    auto result = Composition(L(c.a), L(c.b));
+    ASSERT_TRUE(result.ok()) << c.a << " o " << c.b << ": " << result.status();
+    EXPECT_EQ(result->ToString(), c.r) << c.a << " o " << c.b;
+    if (L(c.b).size() <= 4096) ExpectComposition(L(c.a), L(c.b), *result);
+  }
+  // A joint composition at an offset moves the base, not the stride-0 mode.
+  auto joint = ComposeJointly({L("(4,3):(1,10)")}, 5, L("(3,2):(0,1)"));
+  ASSERT_TRUE(joint.ok()) << joint.status();
+  EXPECT_EQ(joint->bases[0], 11);
+  EXPECT_EQ(joint->results[0].ToString(), "(3,2):(0,1)");
+}
+
+TEST(AlgebraIssue16, DegenerateRightModesNeverChangeAdmissibility) {
+  RandomLayouts gen(/*seed=*/16);
+  int admitted = 0;
+  for (int n = 0; n < kCases; ++n) {
+    const Layout a = gen.Injective(4, 6, 2);
+    const Layout b =
+        n % 2 == 0 ? gen.DividingTiler(a.size()) : gen.Any(3, 4, 6, 2);
+    const Layout degenerate = gen.WithDegenerateModes(b, 3, 1000);
+    SCOPED_TRACE(a.ToString() + " o " + degenerate.ToString());
+    auto plain = Composition(a, b);
+    auto r = Composition(a, degenerate);
+    ASSERT_EQ(plain.ok(), r.ok()) << plain.status() << " / " << r.status();
+    if (!r.ok()) {
+      ASSERT_TRUE(IsValueError(r.status())) << r.status();
+      continue;
+    }
+    ++admitted;
+    ExpectComposition(a, degenerate, *r);
+  }
+  EXPECT_GT(admitted, kCases / 3);
+}
+
+TEST(AlgebraIssue16, LeftInverseSkipsStrideZeroModesLikeCuTe) {
+  const Layout a = L("(2,(8,3)):(0,(1,8))");
+  auto r = LeftInverse(a);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->ToString(), "24:2");  // CuTe's answer.
+  ExpectLeftInverse(a, *r);
+  struct Case {
+    const char* a;
+    const char* r;
+  } cases[] = {
+      {"(4,8):(8,1)", "(8,4):(4,1)"},
+      {"4:2", "(2,4):(0,1)"},
+      {"(2,2):(0,1)", "2:2"},
+      {"(3,4):(0,0)", "1:0"},
+      {"(2,3):(0,2)", "(2,3):(0,2)"},
+      {"((2,4),1):((0,3),-5)", "(3,4):(0,2)"},
+      {"1:7", "1:0"},
+      {"(2,2):(4,1)", "(4,2):(2,1)"},
+  };
+  for (const Case& c : cases) {
+    auto result = LeftInverse(L(c.a));
+    ASSERT_TRUE(result.ok()) << c.a << ": " << result.status();
+    EXPECT_EQ(result->ToString(), c.r) << c.a;
+    ExpectLeftInverse(L(c.a), *result);
+  }
+}
+
+TEST(AlgebraIssue16, LeftInverseIsAQuasiInverseOnRandomStrideZeroLayouts) {
+  RandomLayouts gen(/*seed=*/17);
+  for (int n = 0; n < kCases; ++n) {
+    const Layout a = gen.InjectiveWithStrideZero(5, 6, 2);
+    auto r = LeftInverse(a);
+    ASSERT_TRUE(r.ok()) << a.ToString() << ": " << r.status();
+    ExpectLeftInverse(a, *r);
+  }
+  // And on arbitrary non-negative layouts, where it is admitted.
+  int admitted = 0;
+  for (int n = 0; n < kCases; ++n) {
+    const Layout any = gen.Any(4, 4, 8, 2);
+    const Layout a = *Layout::Create(
+        any.shape(), any.stride().TransformLeaves(
+                         [](size_t, int64_t d) { return d < 0 ? -d : d; }));
+    auto r = LeftInverse(a);
+    if (!r.ok()) {
+      ASSERT_TRUE(IsValueError(r.status())) << r.status();
+      continue;
+    }
+    ++admitted;
+    ExpectLeftInverse(a, *r);
+  }
+  EXPECT_GT(admitted, kCases / 10);
+}
+
+// --- Issue 16, item 4: extreme integers are ValueErrors, never UB ------------
+
+TEST(AlgebraIssue16, ExtremeIntegersInTheAlgebraAreValueErrors) {
+  const int64_t kMax = INT64_MAX;
+  const int64_t kMin = INT64_MIN;
+  const int64_t values[] = {kMax, kMin, -1, 0, 1, 2, kMax / 2 + 1, kMin + 1};
+  std::vector<Layout> layouts = {L("8:1"), L("(4,3):(3,1)"), L("1:0")};
+  for (int64_t x : values) {
+    for (int64_t y : values) {
+      for (const IntTuple& shape :
+           {IntTuple::Flat({x, y}), IntTuple::Flat({2, x}), IntTuple(x)}) {
+        for (const IntTuple& stride :
+             {IntTuple::Flat({y, x}), IntTuple::Flat({1, y}), IntTuple(y)}) {
+          auto l = Layout::Create(shape, stride);
+          if (!l.ok()) {
+            ASSERT_TRUE(IsValueError(l.status())) << l.status();
+            continue;
+          }
+          if (l->size() > 0) {
+            EXPECT_GE(l->cosize(), 1);
+            (void)(*l)(l->size() - 1);
+          }
+          layouts.push_back(*l);
+        }
+      }
+    }
+  }
+  auto ok_or_value_error = [](const absl::Status& s) {
+    return s.ok() || IsValueError(s);
+  };
+  for (const Layout& a : layouts) {
+    SCOPED_TRACE(a.ToString());
+    (void)Coalesce(a);
+    for (int64_t n : values) {
+      EXPECT_TRUE(ok_or_value_error(Complement(a, n).status()));
+      EXPECT_TRUE(ok_or_value_error(ComposeJointly({a}, n, L("2:1")).status()));
+    }
+    EXPECT_TRUE(ok_or_value_error(RightInverse(a).status()));
+    EXPECT_TRUE(ok_or_value_error(LeftInverse(a).status()));
+    for (const Layout& b : {layouts[0], layouts[1], layouts[2], a}) {
+      EXPECT_TRUE(ok_or_value_error(Composition(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(Composition(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(LogicalDivide(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(LogicalProduct(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(BlockedProduct(a, b).status()));
+      EXPECT_TRUE(ok_or_value_error(RakedProduct(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(ZippedDivide(b, a).status()));
+      EXPECT_TRUE(ok_or_value_error(TiledDivide(b, a).status()));
+    }
+    const IntTuple::Elements elements = a.shape().TopElements();
+    for (int i = 0; i < elements.size(); ++i) {
+      int64_t extent, stride;
+      (void)ModeAsSingleStride(a, elements, i, &extent, &stride);
+    }
+  }
+  // A mode whose merged span would overflow stays two strides.
+  const Layout wide = L("((2,3)):((4611686018427387904,1))");
+  int64_t extent, stride;
+  EXPECT_FALSE(ModeAsSingleStride(wide, wide.shape().TopElements(), 0, &extent,
+                                  &stride));
 }
 
 }  // namespace

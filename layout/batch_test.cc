@@ -70,6 +70,31 @@ TEST(LayoutBatchTest, OneAnswerLinePerRequestAndErrorsGoOn) {
   EXPECT_EQ(answers[7], "15");
 }
 
+TEST(LayoutBatchIssue16,
+     ComposeWithASizeOneOperandAndLeftInverseWithStrideZero) {
+  // layout-cli.md: one answer line per request, a layout for compose and
+  // left_inverse; CuTe gives (1):(1) and 24:2, equal as functions.
+  std::istringstream in(
+      "compose ((4,8),(7)):((7,28),(1)) (1):(6)\n"
+      "left_inverse (2,(8,3)):(0,(1,8))\n"
+      "compose (4,3):(3,1) (4,2):(0,1)\n"
+      "left_inverse (2,2):(3,2)\n"
+      "size 2:9223372036854775807\n");
+  std::ostringstream out;
+  EXPECT_EQ(RunLayoutBatch(in, out), 1);
+  EXPECT_EQ(out.str(),
+            "(1):(0)\n"
+            "24:2\n"
+            "(4,2):(0,3)\n"
+            "error: ValueError: left_inverse: layout (2,2):(3,2) is not "
+            "injective in the admissible sense: coalesced stride 3 is not a "
+            "multiple of the span 2*2 of the mode below it (the modes overlap "
+            "or interleave)\n"
+            "error: ValueError: layout 2:9223372036854775807: the largest "
+            "index 9223372036854775807 leaves no room for cosize (largest "
+            "index + 1) in int64\n");
+}
+
 TEST(LayoutBatchTest, AllAnswersOkExitsZero) {
   std::istringstream in("size 8:1\r\ncosize 8:1\n");
   std::ostringstream out;

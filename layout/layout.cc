@@ -18,32 +18,50 @@ absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
   }
   const auto extents = shape.leaves();
   const auto strides = stride.leaves();
-  int64_t size = 1;
-  int64_t max_index = 0;
-  int64_t min_index = 0;
-  bool empty = false;
   for (size_t k = 0; k < extents.size(); ++k) {
     if (extents[k] < 0) {
       return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
                            ": extent ", extents[k], " of leaf ", k,
                            " is negative");
     }
-    if (extents[k] == 0) empty = true;
+  }
+  // NOTE [ Layout bounds ]: the bounds are checked over the leaves of positive
+  // extent even when another leaf is 0, so that every mode of an empty layout
+  // (Layout::mode, TopLevelModes) is itself a valid layout.
+  int64_t size = 1;
+  int64_t max_index = 0;
+  int64_t min_index = 0;
+  bool empty = false;
+  for (size_t k = 0; k < extents.size(); ++k) {
+    if (extents[k] == 0) {
+      empty = true;
+      continue;
+    }
+    int64_t span = 0;
+    int64_t* bound = strides[k] >= 0 ? &max_index : &min_index;
+    if (!CheckedMul(size, extents[k], &size)) {
+      return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
+                           ": the size overflows int64 at leaf ", k,
+                           " (extent ", extents[k], ")");
+    }
+    if (!CheckedMul(extents[k] - 1, strides[k], &span) ||
+        !CheckedAdd(*bound, span, bound)) {
+      return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
+                           ": the ", strides[k] >= 0 ? "largest" : "smallest",
+                           " index overflows int64 at leaf ", k, " (extent ",
+                           extents[k], ", stride ", strides[k], ")");
+    }
+  }
+  if (max_index == INT64_MAX) {  // cosize() == max_index + 1 must fit.
+    return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
+                         ": the largest index ", max_index,
+                         " leaves no room for cosize (largest index + 1) "
+                         "in int64");
   }
   if (empty) {
     // No coordinate exists, so no index is reachable: size, cosize and bounds
     // are 0.
     return Layout(std::move(shape), std::move(stride), 0, 0, 0);
-  }
-  for (size_t k = 0; k < extents.size(); ++k) {
-    int64_t span = 0;
-    int64_t* bound = strides[k] >= 0 ? &max_index : &min_index;
-    if (!CheckedMul(size, extents[k], &size) ||
-        !CheckedMul(extents[k] - 1, strides[k], &span) ||
-        !CheckedAdd(*bound, span, bound)) {
-      return ValueErrorCat("layout ", shape.ToString(), ":", stride.ToString(),
-                           " overflows 64-bit size or index arithmetic");
-    }
   }
   return Layout(std::move(shape), std::move(stride), size, max_index,
                 min_index);
@@ -81,8 +99,8 @@ absl::StatusOr<Layout> Layout::RowMajor(IntTuple shape) {
 
 Layout Layout::mode(int i) const {
   if (shape_.is_leaf()) return *this;
-  // A sub-layout of a valid layout is valid: its bounds are partial sums of
-  // ours.
+  // A sub-layout of a valid layout is valid, also of an empty one: its size
+  // and bounds are partial products and sums of ours (NOTE [ Layout bounds ]).
   return *Create(shape_[i], stride_[i]);
 }
 
@@ -97,13 +115,19 @@ int64_t Layout::operator()(int64_t linear) const {
   const auto extents = shape_.leaves();
   const auto strides = stride_.leaves();
   const size_t n = extents.size();
-  if (n == 0) return 0;
-  int64_t index = 0;
+  if (n == 0 || size_ == 0) return 0;  // Also no division by an extent of 0.
+  // Within the precondition every partial sum is a reachable index; outside
+  // it (composition's extension of the last leaf, or a caller's error) the
+  // arithmetic wraps instead of being undefined.
+  uint64_t index = 0;
   for (size_t k = 0; k + 1 < n; ++k) {
-    index += (linear % extents[k]) * strides[k];
+    index += static_cast<uint64_t>(linear % extents[k]) *
+             static_cast<uint64_t>(strides[k]);
     linear /= extents[k];
   }
-  return index + linear * strides[n - 1];
+  return static_cast<int64_t>(index +
+                              static_cast<uint64_t>(linear) *
+                                  static_cast<uint64_t>(strides[n - 1]));
 }
 
 absl::StatusOr<int64_t> Layout::Crd2Idx(const IntTuple& coord) const {

@@ -11,9 +11,12 @@
 //   min_index(L) = min_c L(c) (negative only with negative strides)
 //
 // Invariant (NOTE [ Layout bounds ]): Layout::Create admits only layouts whose
-// size and every reachable index fit in int64_t, so that size(), cosize(),
-// min_index() and crd2idx never overflow afterwards. It caches the three
-// bounds: validation costs O(1) per layout once built, O(leaves) to build.
+// size, every reachable index and cosize fit in int64_t, so that size(),
+// cosize(), min_index() and crd2idx never overflow afterwards. The size and
+// index bounds are checked over the leaves of positive extent even when an
+// extent is 0, so that every mode of a valid layout is valid (mode() never
+// fails). It caches the three bounds: validation costs O(1) per layout once
+// built, O(leaves) to build.
 #ifndef STRATA_LAYOUT_LAYOUT_H_
 #define STRATA_LAYOUT_LAYOUT_H_
 
@@ -33,8 +36,9 @@ class Layout {
   Layout() : shape_(1), stride_(0), size_(1), max_index_(0), min_index_(0) {}
 
   // Errors (ValueError): `stride` is not congruent with `shape` (same nesting);
-  // an extent is negative; the size or a reachable index does not fit in
-  // int64_t.
+  // an extent is negative; the product of the positive extents, or the
+  // largest or smallest index they reach, does not fit in int64_t; the largest
+  // index is INT64_MAX (cosize would not fit).
   static absl::StatusOr<Layout> Create(IntTuple shape, IntTuple stride);
 
   // Compact layouts of `shape`: column-major (first leaf fastest, CuTe's
@@ -60,7 +64,9 @@ class Layout {
   bool HasNonNegativeStrides() const;
 
   // L(i) for a linear coordinate, without checks. Precondition: 0 <= i <
-  // size().
+  // size(). Beyond size() the last leaf absorbs the quotient (composition's
+  // extension); arithmetic that leaves int64 wraps (never undefined), and an
+  // empty layout answers 0.
   int64_t operator()(int64_t linear) const;
 
   // L(c) for a linear or hierarchical coordinate weakly congruent with the

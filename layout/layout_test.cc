@@ -136,6 +136,71 @@ TEST(LayoutTest, ExtremeValuesOverflowCleanly) {
   EXPECT_EQ(big->cosize(), 1000000000000000000);
 }
 
+TEST(LayoutIssue16, ModesOfAnEmptyLayoutAreValidLayouts) {
+  // Admitted before because size 0, then mode(1) dereferenced a failed Create.
+  EXPECT_TRUE(
+      IsValueError(ParseLayout("(0,3):(1,9223372036854775807)").status()));
+  EXPECT_TRUE(IsValueError(
+      ParseLayout("(0,(4294967296,4294967296)):(1,(1,1))").status()));
+  EXPECT_TRUE(IsValueError(Layout::Create(IntTuple::Flat({0, 3, INT64_MAX}),
+                                          IntTuple::Flat({1, 1, 1}))
+                               .status()));
+  const Layout l = L("(0,(2,3)):(5,(1,-2))");
+  EXPECT_EQ(l.size(), 0);
+  EXPECT_EQ(l.cosize(), 0);
+  EXPECT_EQ(l(0), 0);  // Outside the precondition, but no division by 0.
+  const auto modes = TopLevelModes(l);
+  ASSERT_EQ(modes.size(), 2u);
+  EXPECT_EQ(modes[0].ToString(), "0:5");
+  EXPECT_EQ(modes[1].ToString(), "(2,3):(1,-2)");
+  EXPECT_EQ(modes[1].min_index(), -4);
+}
+
+TEST(LayoutIssue16, CosizeAlwaysFitsInInt64) {
+  // cosize() == largest index + 1 overflowed for a largest index of INT64_MAX.
+  auto at_limit = ParseLayout("2:9223372036854775807");
+  EXPECT_TRUE(IsValueError(at_limit.status())) << at_limit.status();
+  EXPECT_NE(at_limit.status().message().find("cosize"), std::string::npos);
+  EXPECT_TRUE(
+      IsValueError(ParseLayout("(2,2):(9223372036854775806,1)").status()));
+  auto below = ParseLayout("2:9223372036854775806");
+  ASSERT_TRUE(below.ok()) << below.status();
+  EXPECT_EQ(below->cosize(), INT64_MAX);
+  auto longest = ParseLayout("9223372036854775807:1");
+  ASSERT_TRUE(longest.ok()) << longest.status();
+  EXPECT_EQ(longest->size(), INT64_MAX);
+  EXPECT_EQ(longest->cosize(), INT64_MAX);
+  EXPECT_EQ((*longest)(INT64_MAX - 1), INT64_MAX - 1);
+  EXPECT_TRUE(
+      IsValueError(ParseLayout("(9223372036854775807,2):(1,0)").status()));
+  EXPECT_TRUE(IsValueError(ParseLayout("-9223372036854775808:1").status()));
+  // Every combination of extreme leaves is either a layout or a ValueError,
+  // and an admitted one answers size, cosize and its last index exactly.
+  const int64_t values[] = {INT64_MAX, INT64_MIN, -1, 0, 1, 2, INT64_MAX / 2};
+  for (int64_t e : values) {
+    for (int64_t d : values) {
+      for (int64_t d2 : values) {
+        auto l =
+            Layout::Create(IntTuple::Flat({e, 2}), IntTuple::Flat({d, d2}));
+        if (!l.ok()) {
+          EXPECT_TRUE(IsValueError(l.status())) << l.status();
+          continue;
+        }
+        EXPECT_GE(l->cosize(), 0);
+        if (l->size() > 0) {
+          EXPECT_LE(l->min_index(), (*l)(l->size() - 1));
+          EXPECT_GE(l->max_index(), (*l)(l->size() - 1));
+          auto crd = Idx2Crd(l->size() - 1, l->shape());
+          ASSERT_TRUE(crd.ok()) << crd.status();
+          EXPECT_TRUE(l->Crd2Idx(*crd).ok());
+        }
+        // Component 0 equals its extent: outside the shape.
+        EXPECT_TRUE(IsValueError(l->Crd2Idx(IntTuple::Flat({e, d})).status()));
+      }
+    }
+  }
+}
+
 TEST(LayoutTest, CanonicalPrintRoundTrips) {
   for (const std::string text :
        {"8:1", "(4):(1)", "(4,8):(1,4)", "((2,2),4):((1,4),2)", "(3,4):(0,1)",

@@ -91,5 +91,60 @@ Layout RandomLayouts::DividingTiler(int64_t size) {
   return *Layout::ColumnMajor(shape);
 }
 
+Layout RandomLayouts::InjectiveWithStrideZero(int max_leaves,
+                                              int64_t max_extent,
+                                              int max_depth) {
+  const Layout injective = Injective(max_leaves, max_extent, max_depth);
+  const bool all = Uniform(0, 9) == 0;
+  IntTuple stride = injective.stride().TransformLeaves(
+      [&](size_t, int64_t d) { return all || Uniform(0, 2) == 0 ? 0 : d; });
+  Layout zeroed = *Layout::Create(injective.shape(), stride);
+  if (Uniform(0, 1) == 0) return zeroed;
+  // A new stride-0 leaf, nested with the layout or beside it.
+  const Layout extra =
+      *Layout::Create(Uniform(1, std::max<int64_t>(1, max_extent)), 0);
+  if (Uniform(0, 1) == 0) {
+    return *Layout::Create(IntTuple::Tuple({extra.shape(), zeroed.shape()}),
+                           IntTuple::Tuple({extra.stride(), zeroed.stride()}));
+  }
+  return *Layout::Create(IntTuple::Tuple({zeroed.shape(), extra.shape()}),
+                         IntTuple::Tuple({zeroed.stride(), extra.stride()}));
+}
+
+Layout RandomLayouts::WithDegenerateModes(const Layout& layout,
+                                          int64_t max_extent,
+                                          int64_t max_stride) {
+  std::vector<IntTuple> shapes;
+  std::vector<IntTuple> strides;
+  auto degenerate = [&] {
+    if (Uniform(0, 1) == 0) {
+      shapes.push_back(IntTuple(1));
+      strides.push_back(IntTuple(Uniform(-max_stride, max_stride)));
+    } else {
+      shapes.push_back(IntTuple(Uniform(1, max_extent)));
+      strides.push_back(IntTuple(0));
+    }
+  };
+  const int rank = layout.shape().is_leaf() ? 1 : layout.rank();
+  for (int i = 0; i < rank; ++i) {
+    if (Uniform(0, 2) == 0) degenerate();
+    const Layout mode = layout.mode(i);
+    if (Uniform(0, 2) == 0) {
+      const IntTuple one(1);
+      const IntTuple any(Uniform(-max_stride, max_stride));
+      const bool first = Uniform(0, 1) == 0;
+      shapes.push_back(first ? IntTuple::Tuple({one, mode.shape()})
+                             : IntTuple::Tuple({mode.shape(), one}));
+      strides.push_back(first ? IntTuple::Tuple({any, mode.stride()})
+                              : IntTuple::Tuple({mode.stride(), any}));
+    } else {
+      shapes.push_back(mode.shape());
+      strides.push_back(mode.stride());
+    }
+  }
+  if (Uniform(0, 2) == 0) degenerate();
+  return *Layout::Create(IntTuple::Tuple(shapes), IntTuple::Tuple(strides));
+}
+
 }  // namespace testing
 }  // namespace strata

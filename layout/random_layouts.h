@@ -33,6 +33,17 @@ class RandomLayouts {
                    bool gaps = true);
   // A compact column-major layout of a shape whose size divides `size`.
   Layout DividingTiler(int64_t size);
+  // Injective(...) with a random subset of its leaves (possibly all) given
+  // stride 0, and sometimes new stride-0 leaves of extent up to max_extent:
+  // every mode that still moves is admissible for a left inverse.
+  Layout InjectiveWithStrideZero(int max_leaves, int64_t max_extent,
+                                 int max_depth = 2);
+  // `layout` with degenerate modes mixed in: each top-level mode may be nested
+  // with a leaf of extent 1 and a random stride in [-max_stride, max_stride],
+  // and new top-level modes of extent 1 (random stride) or of stride 0 (extent
+  // in [1, max_extent]) are inserted. Composition treats both specially.
+  Layout WithDegenerateModes(const Layout& layout, int64_t max_extent,
+                             int64_t max_stride);
 
   std::mt19937_64& engine() { return rng_; }
 

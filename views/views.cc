@@ -84,6 +84,7 @@ Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
   const auto leaves = layout.shape().leaves();
   for (int i = 0; i < elements.size(); ++i) {
     int64_t e = 1;
+    // Bounded by the product of the positive extents (NOTE [ Layout bounds ]).
     for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k)
       e *= leaves[k];
     extents.push_back(e);
@@ -453,7 +454,10 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
                          ") is not a range within [0, ", extent,
                          "] with start <= stop (mode ", dim, ")");
   }
-  const int64_t count = (stop - start + step - 1) / step;
+  // ceil((stop - start) / step) without overflow: 0 <= stop - start and
+  // step > 0 (NumPy and PyTorch give 1 element for Slice(t, d, 0, 8,
+  // INT64_MAX)).
+  const int64_t count = CeilDiv(stop - start, step);
   auto subtensors = Candidates(rep);
   auto adjacent = Adjacent(rep);
   const bool levels = rep.num_levels() > 1;
@@ -522,6 +526,19 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
   // inverse.
   const Subtensor& level0 = rep.subtensor(0);
   const int64_t delta = offset - level0.offset;
+  // LeftInverse is only a quasi-inverse where L_0 has stride-0 modes; a
+  // carrier index would then name several source coordinates, whose deeper
+  // levels may differ.
+  const auto l0_extents = level0.placement.shape().leaves();
+  const auto l0_strides = level0.placement.stride().leaves();
+  for (size_t k = 0; k < l0_extents.size(); ++k) {
+    if (l0_extents[k] > 1 && l0_strides[k] == 0) {
+      return ValueErrorCat(
+          "as_strided on a multi-subtensor Tensor needs an injective L_0: ",
+          level0.placement.ToString(), " has a leaf of extent ", l0_extents[k],
+          " with stride 0");
+    }
+  }
   auto inverse = LeftInverse(level0.placement);
   if (!inverse.ok()) {
     return ValueErrorCat(
@@ -539,6 +556,16 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
   auto back = ComposeJointly({*inverse}, delta, layout);
   if (!back.ok()) return unreached(back.status().message());
   const int64_t source_start = back->bases[0];
+  // The inverse sends indices L_0 does not reach to coordinates that may lie
+  // beyond L_0's domain, where composition extends L_0 along its last mode and
+  // can land on the index again (L_0 = (2,2):(4,1) sends 2 to coordinate 4,
+  // extended to 2): every source coordinate must be one of L_0's.
+  if (int64_t last;
+      back->results[0].min_index() < 0 ||
+      !CheckedAdd(source_start, back->results[0].max_index(), &last) ||
+      last >= level0.placement.size()) {
+    return unreached("they map outside level 0's coordinates");
+  }
   auto forward = ComposeJointly({level0.placement, rep.adjacent_layouts()[0]},
                                 source_start, back->results[0]);
   if (!forward.ok()) return unreached(forward.status().message());
