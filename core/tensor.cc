@@ -38,6 +38,23 @@ const DType& Tensor::dtype() const { return representation_->logical_dtype(); }
 int64_t Tensor::size() const {
   return representation_->subtensor(0).placement.size();
 }
+std::vector<int64_t> Tensor::shape() const {
+  const Layout& placement = layout();
+  const IntTuple::Elements elements = placement.shape().TopElements();
+  const auto extents = placement.shape().leaves();
+  std::vector<int64_t> result(elements.size());
+  for (int i = 0; i < elements.size(); ++i) {
+    // A product of leaves of a valid layout: at most its size unless a leaf
+    // is 0, in which case the product is 0 at that leaf and stays 0.
+    int64_t extent = 1;
+    for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+      extent = extents[k] == 0 ? 0 : extent * extents[k];
+      if (extent == 0) break;
+    }
+    result[i] = extent;
+  }
+  return result;
+}
 std::type_index Tensor::carrier_type() const {
   return representation_->subtensor(0).carrier->type();
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <typeindex>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "carrier/carrier.h"
@@ -46,6 +47,10 @@ class Tensor {
   const DType& dtype() const;
   // The number of logical coordinates of subtensor zero's placement.
   int64_t size() const;
+  // The Tensor's shape: the extents of the top-level modes of L_0, outermost
+  // first (an integer layout is one mode; "()" is rank 0). A hierarchical mode
+  // counts as its size. O(rank), one allocation.
+  std::vector<int64_t> shape() const;
   // The exact dynamic class of subtensor zero's carrier.
   std::type_index carrier_type() const;
 

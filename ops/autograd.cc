@@ -77,8 +77,6 @@ Variable Record(Tensor value, std::string op,
   return Variable(std::move(node));
 }
 
-std::vector<int64_t> ShapeOf(const Tensor& t) { return LogicalShape(t); }
-
 IntTuple ShapeTuple(const std::vector<int64_t>& shape) {
   return IntTuple::Flat(shape);
 }
@@ -86,7 +84,7 @@ IntTuple ShapeTuple(const std::vector<int64_t>& shape) {
 // Sums g over the modes broadcasting introduced, back to `shape`.
 absl::StatusOr<Tensor> ReduceTo(const Tensor& g,
                                 const std::vector<int64_t>& shape) {
-  const std::vector<int64_t> gs = ShapeOf(g);
+  const std::vector<int64_t> gs = g.shape();
   if (gs == shape) return g;
   const int64_t lead = gs.size() - shape.size();
   std::vector<int64_t> modes;
@@ -133,8 +131,8 @@ absl::StatusOr<Variable> Add(const Variable& a, const Variable& b) {
   return Binary("Add", strata::Add, a, b, false,
                 [](const Tensor& g, const Tensor& x,
                    const Tensor& y) -> absl::StatusOr<Grads> {
-                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(g, ShapeOf(x)));
-                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(g, ShapeOf(y)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(g, x.shape()));
+                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(g, y.shape()));
                   return Grads{ga, gb};
                 });
 }
@@ -143,9 +141,9 @@ absl::StatusOr<Variable> Sub(const Variable& a, const Variable& b) {
   return Binary("Sub", strata::Sub, a, b, false,
                 [](const Tensor& g, const Tensor& x,
                    const Tensor& y) -> absl::StatusOr<Grads> {
-                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(g, ShapeOf(x)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(g, x.shape()));
                   STRATA_ASSIGN_OR_RETURN(Tensor ng, strata::Neg(g));
-                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(ng, ShapeOf(y)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(ng, y.shape()));
                   return Grads{ga, gb};
                 });
 }
@@ -156,8 +154,8 @@ absl::StatusOr<Variable> Mul(const Variable& a, const Variable& b) {
                    const Tensor& y) -> absl::StatusOr<Grads> {
                   STRATA_ASSIGN_OR_RETURN(Tensor gy, strata::Mul(g, y));
                   STRATA_ASSIGN_OR_RETURN(Tensor gx, strata::Mul(g, x));
-                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(gy, ShapeOf(x)));
-                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(gx, ShapeOf(y)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(gy, x.shape()));
+                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(gx, y.shape()));
                   return Grads{ga, gb};
                 });
 }
@@ -172,8 +170,8 @@ absl::StatusOr<Variable> Div(const Variable& a, const Variable& b) {
                   STRATA_ASSIGN_OR_RETURN(Tensor qy, strata::Div(q, y));
                   STRATA_ASSIGN_OR_RETURN(Tensor t, strata::Mul(g, qy));
                   STRATA_ASSIGN_OR_RETURN(Tensor gy, strata::Neg(t));
-                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(gx, ShapeOf(x)));
-                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(gy, ShapeOf(y)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor ga, ReduceTo(gx, x.shape()));
+                  STRATA_ASSIGN_OR_RETURN(Tensor gb, ReduceTo(gy, y.shape()));
                   return Grads{ga, gb};
                 });
 }
@@ -192,7 +190,7 @@ absl::StatusOr<Variable> Sum(const Variable& a,
                              absl::Span<const int64_t> modes) {
   STRATA_RETURN_IF_ERROR(RequireFloating(a, "Sum"));
   STRATA_ASSIGN_OR_RETURN(Tensor out, strata::Sum(a.value(), modes));
-  const std::vector<int64_t> shape = ShapeOf(a.value());
+  const std::vector<int64_t> shape = a.value().shape();
   const std::vector<int64_t> reduced(modes.begin(), modes.end());
   return Record(out, "Sum", {&a}, {},
                 [shape, reduced](const Tensor& g) -> absl::StatusOr<Grads> {
@@ -209,7 +207,7 @@ absl::StatusOr<Variable> Sum(const Variable& a,
 }
 
 absl::StatusOr<Variable> Sum(const Variable& a) {
-  std::vector<int64_t> all(ShapeOf(a.value()).size());
+  std::vector<int64_t> all(a.value().shape().size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   return Sum(a, all);
 }
@@ -250,7 +248,7 @@ absl::StatusOr<Variable> View(const char* name, const Variable& a,
 }
 
 absl::StatusOr<Tensor> ReshapeBack(const Tensor& g, const Tensor& input) {
-  return strata::Reshape(g, ShapeTuple(ShapeOf(input)));
+  return strata::Reshape(g, ShapeTuple(input.shape()));
 }
 
 }  // namespace
@@ -276,7 +274,7 @@ absl::StatusOr<Variable> Slice(const Variable& a, int64_t dim, int64_t start,
       [dim, start, stop, step](const Tensor& g,
                                const Tensor& input) -> absl::StatusOr<Tensor> {
         STRATA_ASSIGN_OR_RETURN(Tensor full,
-                                Zeros(*g.dtype().AsSimple(), ShapeOf(input)));
+                                Zeros(*g.dtype().AsSimple(), input.shape()));
         STRATA_ASSIGN_OR_RETURN(Tensor window,
                                 strata::Slice(full, dim, start, stop, step));
         STRATA_RETURN_IF_ERROR(CopyFrom(window, g));
@@ -308,7 +306,7 @@ absl::StatusOr<Variable> BroadcastTo(const Variable& a, const IntTuple& shape) {
       "BroadcastTo", a,
       [&](const Tensor& x) { return strata::BroadcastTo(x, shape); },
       [](const Tensor& g, const Tensor& input) {
-        return ReduceTo(g, ShapeOf(input));
+        return ReduceTo(g, input.shape());
       });
 }
 
@@ -320,7 +318,7 @@ absl::StatusOr<Variable> BroadcastInDim(const Variable& a,
       "BroadcastInDim", a,
       [&](const Tensor& x) { return strata::BroadcastInDim(x, shape, d); },
       [d](const Tensor& g, const Tensor& input) -> absl::StatusOr<Tensor> {
-        const std::vector<int64_t> in = ShapeOf(input), out = ShapeOf(g);
+        const std::vector<int64_t> in = input.shape(), out = g.shape();
         std::vector<int64_t> modes;
         size_t source = 0;
         for (int64_t p = 0; p < static_cast<int64_t>(out.size()); ++p) {
@@ -356,7 +354,7 @@ absl::StatusOr<Variable> AsStrided(const Variable& a, const Layout& layout,
         const auto* gv = static_cast<const double*>(g64.carrier()->data());
         // g64 is compact row-major; layout(i) is colexicographic: map through
         // crd2idx.
-        const std::vector<int64_t> shape = ShapeOf(g64);
+        const std::vector<int64_t> shape = g64.shape();
         std::vector<int64_t> c(shape.size(), 0);
         for (int64_t k = 0; k < g64.size(); ++k) {
           const IntTuple crd = c.size() == 1 && layout.shape().is_leaf()
@@ -422,8 +420,8 @@ absl::Status Backward(const Variable& loss) {
     }
   }
   std::unordered_map<Node*, Tensor> grads;
-  STRATA_ASSIGN_OR_RETURN(Tensor seed, Zeros(*root->value.dtype().AsSimple(),
-                                             ShapeOf(root->value)));
+  STRATA_ASSIGN_OR_RETURN(
+      Tensor seed, Zeros(*root->value.dtype().AsSimple(), root->value.shape()));
   STRATA_RETURN_IF_ERROR(Fill(seed, Scalar::Float(1.0)));
   grads.emplace(root.get(), seed);
   for (auto it = order.rbegin(); it != order.rend(); ++it) {

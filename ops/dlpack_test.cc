@@ -30,8 +30,8 @@ Tensor Iota(const SimpleDType* dtype, const char* layout, int64_t offset = 0) {
 
 // Every logical value equal, coordinate by coordinate.
 void ExpectSameValues(const Tensor& a, const Tensor& b) {
-  const std::vector<int64_t> shape = LogicalShape(a);
-  ASSERT_EQ(LogicalShape(b), shape);
+  const std::vector<int64_t> shape = a.shape();
+  ASSERT_EQ(b.shape(), shape);
   std::vector<int64_t> c(shape.size(), 0);
   for (int64_t k = 0; k < a.size(); ++k) {
     int64_t rest = k;

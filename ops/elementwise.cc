@@ -37,7 +37,6 @@ using ops_internal::RequireData;
 using ops_internal::RequireKernelTensor;
 using ops_internal::RequireWritable;
 using ops_internal::SameView;
-using ops_internal::ShapeOf;
 using ops_internal::ShapeText;
 using ops_internal::StoreDouble;
 using ops_internal::StoreInt;
@@ -119,7 +118,7 @@ void TypedBinary(T* o, const T* x, const T* y,
 
 absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b,
                         const Tensor& out, const SimpleDType& compute) {
-  const std::vector<int64_t> shape = ShapeOf(out);
+  const std::vector<int64_t> shape = out.shape();
   const std::array<std::vector<ModeAccess>, 3> ops = {
       AlignedAccess(out.layout(), shape), AlignedAccess(a.layout(), shape),
       AlignedAccess(b.layout(), shape)};
@@ -195,11 +194,10 @@ absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b,
                         " is a storage type, not an arithmetic type");
   }
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                          BroadcastShapes(OpName(op), ShapeOf(a), ShapeOf(b)));
-  if (ShapeOf(out) != shape) {
-    return ValueErrorCat(OpName(op), ": out has shape ",
-                         ShapeText(ShapeOf(out)), ", the broadcast shape is ",
-                         ShapeText(shape));
+                          BroadcastShapes(OpName(op), a.shape(), b.shape()));
+  if (out.shape() != shape) {
+    return ValueErrorCat(OpName(op), ": out has shape ", ShapeText(out.shape()),
+                         ", the broadcast shape is ", ShapeText(shape));
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(out, OpName(op)));
   for (const Tensor* in : {&a, &b}) {
@@ -264,7 +262,7 @@ absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a,
   STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
                           PromoteTypes(DTypeOf(a), DTypeOf(b), op));
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
-                          BroadcastShapes(OpName(op), ShapeOf(a), ShapeOf(b)));
+                          BroadcastShapes(OpName(op), a.shape(), b.shape()));
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(*compute, shape));
   STRATA_RETURN_IF_ERROR(BinaryInto(op, a, b, out, *compute));
   return out;
@@ -300,7 +298,7 @@ namespace {
 // out = -a in a's dtype (converted to out's): integers wrap, floats flip
 // their sign bit, so Neg(+0.0) is -0.0 as in PyTorch.
 void NegInto(const Tensor& a, const Tensor& out) {
-  const std::vector<int64_t> shape = ShapeOf(out);
+  const std::vector<int64_t> shape = out.shape();
   const std::array<std::vector<ModeAccess>, 2> ops = {
       AlignedAccess(out.layout(), shape), AlignedAccess(a.layout(), shape)};
   const std::array<int64_t, 2> bases = {out.offset(), a.offset()};
@@ -347,7 +345,7 @@ absl::StatusOr<Tensor> NegImpl(const Tensor& a, const Tensor* out) {
                         " is a storage type, not an arithmetic type");
   }
   if (out == nullptr) {
-    STRATA_ASSIGN_OR_RETURN(Tensor result, Zeros(DTypeOf(a), ShapeOf(a)));
+    STRATA_ASSIGN_OR_RETURN(Tensor result, Zeros(DTypeOf(a), a.shape()));
     NegInto(a, result);
     return result;
   }
@@ -355,9 +353,9 @@ absl::StatusOr<Tensor> NegImpl(const Tensor& a, const Tensor* out) {
     return TypeErrorCat("Neg: out dtype ", out->dtype().name(),
                         " is a storage type, not an arithmetic type");
   }
-  if (ShapeOf(*out) != ShapeOf(a)) {
-    return ValueErrorCat("Neg: out has shape ", ShapeText(ShapeOf(*out)),
-                         ", the input's is ", ShapeText(ShapeOf(a)));
+  if (out->shape() != a.shape()) {
+    return ValueErrorCat("Neg: out has shape ", ShapeText(out->shape()),
+                         ", the input's is ", ShapeText(a.shape()));
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(*out, "Neg"));
   if (MayOverlap(*out, a) && !SameView(*out, a)) {

@@ -33,7 +33,6 @@ using ops_internal::RequireData;
 using ops_internal::RequireKernelTensor;
 using ops_internal::RequireWritable;
 using ops_internal::SameView;
-using ops_internal::ShapeOf;
 using ops_internal::ShapeText;
 using ops_internal::StoreScalar;
 
@@ -54,7 +53,7 @@ absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
 absl::Status Fill(const Tensor& dst, Scalar value) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(dst, "Fill"));
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "Fill"));
-  const std::vector<int64_t> shape = ShapeOf(dst);
+  const std::vector<int64_t> shape = dst.shape();
   const SimpleDType& d = DTypeOf(dst);
   void* data = dst.carrier()->mutable_data();
   ForEachIndex<1>(shape, {AlignedAccess(dst.layout(), shape)}, {dst.offset()},
@@ -69,8 +68,8 @@ absl::Status CopyFrom(const Tensor& dst, const Tensor& src) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(dst, "CopyFrom"));
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "CopyFrom"));
   STRATA_RETURN_IF_ERROR(RequireData(src, "CopyFrom"));
-  const std::vector<int64_t> shape = ShapeOf(dst);
-  STRATA_RETURN_IF_ERROR(RequireBroadcastsTo("CopyFrom", ShapeOf(src), shape));
+  const std::vector<int64_t> shape = dst.shape();
+  STRATA_RETURN_IF_ERROR(RequireBroadcastsTo("CopyFrom", src.shape(), shape));
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "CopyFrom"));
   if (MayOverlap(dst, src) && !SameView(dst, src)) {
     // Read everything first: copy src to a temporary.

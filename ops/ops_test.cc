@@ -26,7 +26,7 @@ Tensor Iota(const std::string& layout, double scale = 1.0, int64_t offset = 0,
   const Layout l = L(layout);
   auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
   Tensor t = *Tensor::Create(carrier, offset, l);
-  const std::vector<int64_t> shape = LogicalShape(t);
+  const std::vector<int64_t> shape = t.shape();
   std::vector<int64_t> c(shape.size(), 0);
   for (int64_t k = 0; k < t.size(); ++k) {
     int64_t rest = k;
@@ -121,7 +121,7 @@ TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
   auto sum = Add(a, b);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(&sum->dtype(), dtypes::Float32());
-  EXPECT_EQ(LogicalShape(*sum), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(sum->shape(), (std::vector<int64_t>{2, 3}));
   EXPECT_EQ(At(*sum, {1, 2}), 5 + 2);
   EXPECT_EQ(At(*Sub(a, b), {1, 2}), 3);
   EXPECT_EQ(At(*Mul(a, b), {1, 2}), 10);
@@ -202,7 +202,7 @@ TEST(OpsTest, SumAllAndAlongModes) {
   EXPECT_EQ(GetItem(*all, IntTuple::Tuple({}))->as_double(), 23 * 24 / 2);
   auto rows = Sum(t, {1});
   ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_EQ(LogicalShape(*rows), (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(rows->shape(), (std::vector<int64_t>{2, 4}));
   EXPECT_EQ(At(*rows, {1, 2}), (12 + 2) + (16 + 2) + (20 + 2));
   auto permuted = Sum(*Permute(t, {2, 0, 1}), {0, 2});
   ASSERT_TRUE(permuted.ok());
@@ -333,7 +333,7 @@ TEST(OpsProperties, AddMatchesANaiveLoopOverRandomLayouts) {
     for (int64_t i = 0; i < la.cosize(); ++i) data[i] = gen.Uniform(-50, 50);
     // b: a permutation of a's modes, so shapes differ but broadcast is not
     // needed.
-    std::vector<int64_t> shape = LogicalShape(a);
+    std::vector<int64_t> shape = a.shape();
     auto b = Contiguous(*Permute(a, [&] {
       std::vector<int64_t> id(shape.size());
       for (size_t i = 0; i < id.size(); ++i) id[i] = i;

@@ -110,8 +110,8 @@ Tensor FloatTensor(const std::vector<float>& v, const std::string& layout) {
 // L_1(S_0(c)).
 void ExpectMatchesReference(const Format& f, const Tensor& src, const Tensor& q,
                             int64_t blocked_mode) {
-  const std::vector<int64_t> shape = LogicalShape(src);
-  ASSERT_EQ(LogicalShape(q), shape);
+  const std::vector<int64_t> shape = src.shape();
+  ASSERT_EQ(q.shape(), shape);
   const Representation& rep = q.representation();
   const auto* values =
       static_cast<const uint8_t*>(rep.subtensor(0).carrier->data());
@@ -245,7 +245,7 @@ TEST(QuantizeTest, HalfAndBFloat16Sources) {
     const Tensor src = *Tensor::Create(carrier, 0, *ParseLayout("64:1"));
     auto q = QuantizeBlockScaled(src, *dtypes::MXFP8E4M3(), 0);
     ASSERT_TRUE(q.ok()) << q.status();
-    EXPECT_EQ(LogicalShape(*q), std::vector<int64_t>{64});
+    EXPECT_EQ(q->shape(), std::vector<int64_t>{64});
   }
 }
 

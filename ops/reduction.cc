@@ -27,13 +27,12 @@ using ops_internal::LoadInt;
 using ops_internal::ModeAccess;
 using ops_internal::RequireData;
 using ops_internal::RequireKernelTensor;
-using ops_internal::ShapeOf;
 using ops_internal::ShapeText;
 using ops_internal::StoreDouble;
 using ops_internal::StoreInt;
 
 absl::StatusOr<Tensor> Sum(const Tensor& a) {
-  std::vector<int64_t> all(ShapeOf(a).size());
+  std::vector<int64_t> all(a.shape().size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   return Sum(a, all);
 }
@@ -46,7 +45,7 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
     return TypeErrorCat("Sum: ", d.name(),
                         " is a storage type, not an arithmetic type");
   }
-  const std::vector<int64_t> shape = ShapeOf(a);
+  const std::vector<int64_t> shape = a.shape();
   std::vector<bool> reduced(shape.size(), false);
   for (int64_t m : modes) {
     if (m < 0 || m >= static_cast<int64_t>(shape.size()) || reduced[m]) {

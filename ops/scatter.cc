@@ -34,7 +34,6 @@ using ops_internal::ModeAccess;
 using ops_internal::RequireData;
 using ops_internal::RequireKernelTensor;
 using ops_internal::RequireWritable;
-using ops_internal::ShapeOf;
 using ops_internal::ShapeText;
 using ops_internal::StoreDouble;
 using ops_internal::StoreInt;
@@ -50,8 +49,8 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
     return TypeErrorCat("Scatter: index dtype ", id.name(),
                         " is not int64 or int32");
   }
-  const std::vector<int64_t> dshape = ShapeOf(dst), ishape = ShapeOf(index),
-                             sshape = ShapeOf(src);
+  const std::vector<int64_t> dshape = dst.shape(), ishape = index.shape(),
+                             sshape = src.shape();
   const int64_t rank = dshape.size();
   if (static_cast<int64_t>(ishape.size()) != rank ||
       static_cast<int64_t>(sshape.size()) != rank) {

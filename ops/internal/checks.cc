@@ -18,12 +18,6 @@
 namespace strata {
 namespace ops_internal {
 
-std::vector<int64_t> ShapeOf(const Tensor& t) {
-  std::vector<int64_t> shape;
-  for (const Layout& m : TopLevelModes(t.layout())) shape.push_back(m.size());
-  return shape;
-}
-
 std::string ShapeText(const std::vector<int64_t>& shape) {
   return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
 }

@@ -19,8 +19,6 @@
 namespace strata {
 namespace ops_internal {
 
-// The top-level extents of L_0, outermost first.
-std::vector<int64_t> ShapeOf(const Tensor& t);
 // "(4,8)".
 std::string ShapeText(const std::vector<int64_t>& shape);
 // The logical dtype of a Tensor that passed RequireKernelTensor.

@@ -116,7 +116,7 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
 }
 
 absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
-  const std::vector<int64_t> shape = ShapeOf(a);
+  const std::vector<int64_t> shape = a.shape();
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(dtype, shape));
   CopyKernel(out, shape, AlignedAccess(out.layout(), shape), a,
              AlignedAccess(a.layout(), shape));
