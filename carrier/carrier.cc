@@ -80,16 +80,19 @@ absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
     } else {
       // No fallback to the heap: a size the kernel refuses to map (say 34 GB
       // asked by a replayed text) is an error, never an abort.
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot map ", allocated, " bytes for a host carrier of ", size, " ",
-          dtype->name(), " values"));
+      return ResourceExhaustedErrorCat(
+          "HostCarrier::Create: cannot map ", allocated,
+          " bytes for a host carrier of ", size, " ", dtype->name(),
+          " values (", *bytes, " bytes of data)");
     }
   }
   if (allocated > 0 && data == nullptr) {
     data = ::operator new(allocated, std::align_val_t(64), std::nothrow);
     if (data == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot allocate ", allocated, " bytes for a host carrier"));
+      return ResourceExhaustedErrorCat(
+          "HostCarrier::Create: cannot allocate ", allocated,
+          " bytes for a host carrier of ", size, " ", dtype->name(),
+          " values (", *bytes, " bytes of data)");
     }
     std::memset(data, 0, allocated);
   }

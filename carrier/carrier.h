@@ -77,8 +77,9 @@ class Carrier {
 class HostCarrier final : public Carrier {
  public:
   // Errors (ValueError): null or non-simple dtype, negative size, a byte count
-  // that overflows or exceeds kMaxHostBytes. ResourceExhausted if allocation
-  // fails. Nothing is allocated on failure.
+  // that overflows or exceeds kMaxHostBytes. ResourceExhaustedError (status
+  // code kResourceExhausted) naming the bytes if the memory cannot be mapped
+  // or allocated. Nothing is allocated on failure.
   static constexpr int64_t kMaxHostBytes = int64_t{1} << 46;
   static absl::StatusOr<std::shared_ptr<HostCarrier>> Create(
       const DType* dtype, int64_t size, uint64_t version = 0);

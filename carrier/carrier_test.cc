@@ -1,8 +1,13 @@
 #include "carrier/carrier.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "carrier/carrier_registry.h"
@@ -52,6 +57,39 @@ TEST(HostCarrierTest, BadInputIsAValueErrorAndAllocatesNothing) {
       IsValueError(HostCarrier::Create(dtypes::Float64(), INT64_MAX).status()));
   EXPECT_TRUE(IsValueError(
       HostCarrier::Create(dtypes::Float32(), int64_t{1} << 50).status()));
+}
+
+// The address space this process has mapped now, in bytes.
+int64_t MappedBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Issue 16 item 6: memory the kernel refuses is a ResourceExhaustedError (kind
+// and code) naming the bytes, never an abort. A child process caps its address
+// space just above what it has mapped, so the refusal is deterministic.
+TEST(HostCarrierTest, AllocationFailureIsAResourceExhaustedError) {
+  EXPECT_EXIT(
+      {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_AS, &limit) != 0) _exit(2);
+        limit.rlim_cur = MappedBytes() + (int64_t{256} << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+        auto c = HostCarrier::Create(dtypes::UInt8(), int64_t{1} << 30);
+        if (c.ok()) _exit(4);
+        if (!IsResourceExhaustedError(c.status())) _exit(5);
+        if (c.status().code() != absl::StatusCode::kResourceExhausted) _exit(6);
+        const std::string text = FormatError(c.status());
+        if (text.find("ResourceExhaustedError: HostCarrier::Create: cannot "
+                      "map 1073741824 bytes for a host carrier of 1073741824 "
+                      "uint8 values") != 0) {
+          _exit(7);
+        }
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CarrierTest, VersionsStartAtZeroAndBump) {

@@ -16,16 +16,34 @@ absl::string_view ErrorKindName(ErrorKind kind) {
       return "ValueError";
     case ErrorKind::kOneSubtensorRequired:
       return "OneSubtensorRequiredError";
+    case ErrorKind::kResourceExhausted:
+      return "ResourceExhaustedError";
     case ErrorKind::kNone:
       break;
   }
   return "";
 }
 
+namespace {
+
+absl::StatusCode CodeOf(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kOneSubtensorRequired:
+      return absl::StatusCode::kFailedPrecondition;
+    case ErrorKind::kResourceExhausted:
+      return absl::StatusCode::kResourceExhausted;
+    case ErrorKind::kTypeError:
+    case ErrorKind::kValueError:
+    case ErrorKind::kNone:
+      break;
+  }
+  return absl::StatusCode::kInvalidArgument;
+}
+
+}  // namespace
+
 absl::Status MakeError(ErrorKind kind, absl::string_view message) {
-  const absl::StatusCode code = kind == ErrorKind::kOneSubtensorRequired
-                                    ? absl::StatusCode::kFailedPrecondition
-                                    : absl::StatusCode::kInvalidArgument;
+  const absl::StatusCode code = CodeOf(kind);
   absl::Status status(code, message);
   status.SetPayload(kErrorKindPayloadUrl, absl::Cord(ErrorKindName(kind)));
   return status;
@@ -35,8 +53,9 @@ ErrorKind GetErrorKind(const absl::Status& status) {
   if (status.ok()) return ErrorKind::kNone;
   const auto payload = status.GetPayload(kErrorKindPayloadUrl);
   if (!payload.has_value()) return ErrorKind::kNone;
-  for (ErrorKind kind : {ErrorKind::kTypeError, ErrorKind::kValueError,
-                         ErrorKind::kOneSubtensorRequired}) {
+  for (ErrorKind kind :
+       {ErrorKind::kTypeError, ErrorKind::kValueError,
+        ErrorKind::kOneSubtensorRequired, ErrorKind::kResourceExhausted}) {
     if (*payload == ErrorKindName(kind)) return kind;
   }
   return ErrorKind::kNone;

@@ -1,14 +1,20 @@
 // Error kinds of the Strata specification, carried on absl::Status.
 //
-// The spec names three error classes. Strata never throws: each is an
-// absl::Status whose code is fixed by the kind and whose payload (under
-// kErrorKindPayloadUrl) names the kind, so callers can tell a TypeError from a
-// ValueError although both are kInvalidArgument.
+// The spec names three error classes; representation-cli.md adds a fourth for
+// what cannot be afforded. Strata never throws: each is an absl::Status whose
+// code is fixed by the kind and whose payload (under kErrorKindPayloadUrl)
+// names the kind, so callers can tell a TypeError from a ValueError although
+// both are kInvalidArgument.
 //
-//   spec                            status code            ErrorKind
-//   TypeError                       kInvalidArgument       kTypeError
-//   ValueError                      kInvalidArgument       kValueError
-//   one-subtensor-required error    kFailedPrecondition kOneSubtensorRequired
+//   kind (printed name)            status code          ErrorKind
+//   TypeError                      kInvalidArgument     kTypeError
+//   ValueError                     kInvalidArgument     kValueError
+//   OneSubtensorRequiredError      kFailedPrecondition  kOneSubtensorRequired
+//   ResourceExhaustedError         kResourceExhausted   kResourceExhausted
+//
+// ResourceExhaustedError: memory that cannot be allocated, or an input over a
+// documented limit (e.g. kMaxTextBytes in proto/codec.h). The message names
+// the function, what was asked (bytes, values) and the bound.
 //
 // This header is floor 0 of the architecture: it depends on Abseil alone.
 #ifndef STRATA_CORE_ERRORS_H_
@@ -27,13 +33,15 @@ enum class ErrorKind {
   kTypeError,
   kValueError,
   kOneSubtensorRequired,
+  kResourceExhausted,
 };
 
 // The payload key under which the kind's name is stored.
 inline constexpr absl::string_view kErrorKindPayloadUrl =
     "strata.dev/ErrorKind";
 
-// "TypeError", "ValueError", "OneSubtensorRequiredError", or "" for kNone.
+// "TypeError", "ValueError", "OneSubtensorRequiredError",
+// "ResourceExhaustedError", or "" for kNone.
 absl::string_view ErrorKindName(ErrorKind kind);
 
 absl::Status MakeError(ErrorKind kind, absl::string_view message);
@@ -47,6 +55,9 @@ inline absl::Status ValueError(absl::string_view message) {
 inline absl::Status OneSubtensorRequiredError(absl::string_view message) {
   return MakeError(ErrorKind::kOneSubtensorRequired, message);
 }
+inline absl::Status ResourceExhaustedError(absl::string_view message) {
+  return MakeError(ErrorKind::kResourceExhausted, message);
+}
 
 // Concatenating forms: TypeErrorCat("subtensor ", i, ": ...").
 template <typename... Args>
@@ -56,6 +67,10 @@ absl::Status TypeErrorCat(const Args&... args) {
 template <typename... Args>
 absl::Status ValueErrorCat(const Args&... args) {
   return ValueError(absl::StrCat(args...));
+}
+template <typename... Args>
+absl::Status ResourceExhaustedErrorCat(const Args&... args) {
+  return ResourceExhaustedError(absl::StrCat(args...));
 }
 
 // The kind carried by `status`; kNone for OK or foreign statuses.
@@ -70,14 +85,19 @@ inline bool IsValueError(const absl::Status& s) {
 inline bool IsOneSubtensorRequired(const absl::Status& s) {
   return GetErrorKind(s) == ErrorKind::kOneSubtensorRequired;
 }
+// (Not IsResourceExhausted: absl's function of that name, found by argument-
+// dependent lookup, tests the code only.)
+inline bool IsResourceExhaustedError(const absl::Status& s) {
+  return GetErrorKind(s) == ErrorKind::kResourceExhausted;
+}
 
 // Returns a status of the same code and kind whose message is `context` + ": "
 // + the original message. OK statuses are returned unchanged.
 absl::Status WithContext(const absl::Status& status, absl::string_view context);
 
 // "<Kind>: <message>" as the strata tool prints it ("TypeError: subtensor 1:
-// ..."). A status without a Strata kind prints its canonical code name instead;
-// OK prints "OK".
+// ...", "ResourceExhaustedError: ..."). A status without a Strata kind prints
+// its canonical code name instead ("INTERNAL: ..."); OK prints "OK".
 std::string FormatError(const absl::Status& status);
 
 }  // namespace strata

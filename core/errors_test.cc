@@ -33,6 +33,30 @@ TEST(ErrorsTest, FormatPrintsKindAndMessage) {
   EXPECT_EQ(FormatError(absl::OkStatus()), "OK");
 }
 
+// Issue 16 item 6: the contract names the kind ResourceExhaustedError.
+TEST(ErrorsTest, ResourceExhaustedErrorIsAKindWithItsOwnCode) {
+  const absl::Status s =
+      ResourceExhaustedErrorCat("cannot map ", 1 << 20, " bytes");
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(GetErrorKind(s), ErrorKind::kResourceExhausted);
+  EXPECT_TRUE(IsResourceExhaustedError(s));
+  EXPECT_FALSE(IsValueError(s));
+  EXPECT_FALSE(IsResourceExhaustedError(ValueError("v")));
+  EXPECT_EQ(ErrorKindName(ErrorKind::kResourceExhausted),
+            "ResourceExhaustedError");
+  EXPECT_EQ(FormatError(s), "ResourceExhaustedError: cannot map 1048576 bytes");
+  // WithContext keeps the kind and the code.
+  const absl::Status c = WithContext(s, "carrier \"c0\"");
+  EXPECT_TRUE(IsResourceExhaustedError(c));
+  EXPECT_EQ(c.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(FormatError(c),
+            "ResourceExhaustedError: carrier \"c0\": cannot map 1048576 bytes");
+  // A foreign status of the same code carries no Strata kind.
+  EXPECT_EQ(GetErrorKind(absl::ResourceExhaustedError("r")), ErrorKind::kNone);
+  EXPECT_EQ(FormatError(absl::ResourceExhaustedError("r")),
+            "RESOURCE_EXHAUSTED: r");
+}
+
 TEST(ErrorsTest, WithContextKeepsKind) {
   const absl::Status s = WithContext(TypeError("not a Layout"), "subtensor 2");
   EXPECT_TRUE(IsTypeError(s));

@@ -1,5 +1,6 @@
 #include "proto/codec.h"
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -8,6 +9,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/types/span.h"
+#include "carrier/carrier.h"
 #include "carrier/carrier_registry.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -15,6 +19,7 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "layout/layout.h"
 
@@ -28,8 +33,66 @@ absl::StatusOr<const DType*> LookupDType(absl::string_view name,
   return *dtype;
 }
 
-// Builds one carrier of the text. A null result means "not a Carrier" (unknown
-// class).
+// "a host", "an external".
+absl::string_view Article(absl::string_view noun) {
+  return !noun.empty() && absl::string_view("aeiou").find(noun[0]) !=
+                              absl::string_view::npos
+             ? "an"
+             : "a";
+}
+
+bool AllocatesHostMemory(absl::string_view carrier_class) {
+  return carrier_class == "host" || carrier_class == "external";
+}
+
+// The cheap checks of one carrier of the text, made for every carrier before
+// any is built: its dtype, its data length, and (for classes that allocate host
+// memory) whether its bytes can be allocated at all. Allocates nothing.
+absl::Status CheckCarrier(const proto::CarrierProto& c) {
+  const std::string where = absl::StrCat("carrier \"", c.id(), "\"");
+  STRATA_ASSIGN_OR_RETURN(const DType* dtype, LookupDType(c.dtype(), where));
+  if (!CarrierClassRegistry::Global().Lookup(c.carrier_class()).ok()) {
+    return absl::OkStatus();  // Not a Carrier: reported by the subtensor.
+  }
+  const SimpleDType* simple = dtype->AsSimple();
+  if (c.carrier_class() == "recorded" || simple == nullptr || c.size() < 0) {
+    if (!c.data().empty()) {
+      return ValueErrorCat(where, ": ", Article(c.carrier_class()), " ",
+                           c.carrier_class(), " carrier of ", dtype->name(),
+                           " and size ", c.size(), " cannot hold data");
+    }
+    return absl::OkStatus();
+  }
+  const absl::StatusOr<int64_t> bytes = StorageBytes(*simple, c.size());
+  if (!c.data().empty()) {
+    if (!bytes.ok()) return WithContext(bytes.status(), where);
+    if (static_cast<int64_t>(c.data().size()) != *bytes) {
+      return ValueErrorCat(where, ": data holds ", c.data().size(), " bytes; ",
+                           c.size(), " values of ", dtype->name(), " need ",
+                           *bytes);
+    }
+  }
+  if (AllocatesHostMemory(c.carrier_class())) {
+    if (!bytes.ok()) {
+      return ResourceExhaustedErrorCat(where, ": ", Article(c.carrier_class()),
+                                       " ", c.carrier_class(), " carrier of ",
+                                       c.size(), " ", dtype->name(),
+                                       " values needs more than ", INT64_MAX,
+                                       " bytes; it cannot be allocated");
+    }
+    if (*bytes > HostCarrier::kMaxHostBytes) {
+      return ResourceExhaustedErrorCat(
+          where, ": ", Article(c.carrier_class()), " ", c.carrier_class(),
+          " carrier of ", c.size(), " ", dtype->name(), " values needs ",
+          *bytes, " bytes, above the limit HostCarrier::kMaxHostBytes = ",
+          HostCarrier::kMaxHostBytes, " bytes; it cannot be allocated");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Builds one carrier of the text that CheckCarrier accepted. A null result
+// means "not a Carrier" (unknown class, or a class without a factory).
 absl::StatusOr<std::shared_ptr<Carrier>> BuildCarrier(
     const proto::CarrierProto& c) {
   const std::string where = absl::StrCat("carrier \"", c.id(), "\"");
@@ -38,28 +101,42 @@ absl::StatusOr<std::shared_ptr<Carrier>> BuildCarrier(
   if (!carrier_class.ok()) return std::shared_ptr<Carrier>();  // Not a Carrier.
   const SimpleDType* simple = dtype->AsSimple();
   if (c.carrier_class() == "recorded" || simple == nullptr || c.size() < 0) {
-    if (!c.data().empty()) {
-      return ValueErrorCat(where, ": a ", c.carrier_class(), " carrier of ",
-                           dtype->name(), " and size ", c.size(),
-                           " cannot hold data");
-    }
     return std::shared_ptr<Carrier>(
         RecordedCarrier::Create(*dtype, c.size(), c.version()));
-  }
-  if (!c.data().empty()) {
-    STRATA_ASSIGN_OR_RETURN(const int64_t bytes,
-                            StorageBytes(*simple, c.size()));
-    if (static_cast<int64_t>(c.data().size()) != bytes) {
-      return ValueErrorCat(where, ": data holds ", c.data().size(), " bytes; ",
-                           c.size(), " values of ", dtype->name(), " need ",
-                           bytes);
-    }
   }
   if (!carrier_class->factory) return std::shared_ptr<Carrier>();
   auto carrier =
       carrier_class->factory(*simple, c.size(), c.version(), c.data());
   if (!carrier.ok()) return WithContext(carrier.status(), where);
   return *std::move(carrier);
+}
+
+std::string SchemaText(absl::Span<const SimpleDType* const> schema) {
+  std::vector<std::string> names;
+  for (const SimpleDType* d : schema) names.push_back(d->name());
+  return absl::StrCat("(", absl::StrJoin(names, ", "), ")");
+}
+
+// The schema-count check of Representation::Create (same message), made before
+// the text's layouts are parsed or its carriers built.
+absl::Status CheckSchemaCounts(const DType& logical,
+                               const proto::RepresentationProto& proto) {
+  STRATA_ASSIGN_OR_RETURN(auto schema, StorageSchema(logical));
+  const size_t n = schema.size();
+  const size_t subtensors = proto.subtensors_size();
+  const size_t adjacent = proto.adjacent_layouts_size();
+  if (subtensors != n) {
+    return ValueErrorCat("logical dtype ", logical.name(),
+                         " has the storage schema ", SchemaText(schema), " of ",
+                         n, " entries; got ", subtensors, " subtensors");
+  }
+  if (adjacent != n - 1) {
+    return ValueErrorCat("logical dtype ", logical.name(),
+                         " has the storage schema ", SchemaText(schema), " of ",
+                         n, " entries, which needs ", n - 1,
+                         " adjacent layouts; got ", adjacent);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -83,8 +160,12 @@ proto::RepresentationProto ToProto(const Representation& representation,
       const SimpleDType* simple = s.carrier->dtype().AsSimple();
       if (options.include_data && simple != nullptr &&
           s.carrier->data() != nullptr) {
-        const int64_t bytes = *StorageBytes(*simple, s.carrier->size());
-        c->set_data(static_cast<const char*>(s.carrier->data()), bytes);
+        // A carrier that holds data has a valid byte count; checked anyway.
+        const absl::StatusOr<int64_t> bytes =
+            StorageBytes(*simple, s.carrier->size());
+        if (bytes.ok()) {
+          c->set_data(static_cast<const char*>(s.carrier->data()), *bytes);
+        }
       }
     }
     proto::SubtensorProto* sp = out.add_subtensors();
@@ -108,14 +189,20 @@ absl::StatusOr<Replayed> ReplayWithIds(
     const proto::RepresentationProto& proto) {
   STRATA_ASSIGN_OR_RETURN(const DType* logical,
                           LookupDType(proto.logical_dtype(), "logical dtype"));
-  absl::flat_hash_map<std::string, std::shared_ptr<Carrier>> carriers;
-  for (const proto::CarrierProto& c : proto.carriers()) {
-    if (carriers.contains(c.id())) {
+  STRATA_RETURN_IF_ERROR(CheckSchemaCounts(*logical, proto));
+  // Every carrier is checked; none is built yet.
+  absl::flat_hash_map<absl::string_view, int> index;
+  index.reserve(proto.carriers_size());
+  for (int k = 0; k < proto.carriers_size(); ++k) {
+    const proto::CarrierProto& c = proto.carriers(k);
+    if (!index.emplace(c.id(), k).second) {
       return ValueErrorCat("carrier id \"", c.id(), "\" appears twice");
     }
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Carrier> carrier, BuildCarrier(c));
-    carriers.emplace(c.id(), std::move(carrier));
+    STRATA_RETURN_IF_ERROR(CheckCarrier(c));
   }
+  // The subtensors (as many as the schema has entries) build the carriers they
+  // name, each once, in first-use order.
+  absl::flat_hash_map<int, std::shared_ptr<Carrier>> built;
   std::vector<SubtensorCandidate> subtensors;
   std::vector<std::pair<const Carrier*, std::string>> ids;
   for (int i = 0; i < proto.subtensors_size(); ++i) {
@@ -123,13 +210,17 @@ absl::StatusOr<Replayed> ReplayWithIds(
     STRATA_ASSIGN_OR_RETURN(
         const DType* storage,
         LookupDType(s.storage_dtype(), absl::StrCat("subtensor ", i)));
-    auto it = carriers.find(s.carrier());
-    std::shared_ptr<Carrier> carrier =
-        it == carriers.end() ? nullptr : it->second;
-    if (carrier != nullptr) {
-      bool seen = false;
-      for (const auto& entry : ids) seen |= entry.first == carrier.get();
-      if (!seen) ids.emplace_back(carrier.get(), s.carrier());
+    std::shared_ptr<Carrier> carrier;
+    if (auto it = index.find(s.carrier()); it != index.end()) {
+      auto b = built.find(it->second);
+      if (b == built.end()) {
+        STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Carrier> made,
+                                BuildCarrier(proto.carriers(it->second)));
+        b = built.emplace(it->second, std::move(made)).first;
+        if (b->second != nullptr)
+          ids.emplace_back(b->second.get(), s.carrier());
+      }
+      carrier = b->second;
     }
     subtensors.push_back(
         {storage, std::move(carrier), s.offset(), ParseLayout(s.placement())});
@@ -138,7 +229,7 @@ absl::StatusOr<Replayed> ReplayWithIds(
   for (const std::string& a : proto.adjacent_layouts()) {
     adjacent.push_back(ParseLayout(a));
   }
-  carriers.clear();  // Only the representation keeps carriers.
+  built.clear();  // Only the representation keeps carriers.
   STRATA_ASSIGN_OR_RETURN(auto representation,
                           Representation::Create(logical, std::move(subtensors),
                                                  std::move(adjacent)));
@@ -177,13 +268,20 @@ class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
 }  // namespace
 
 absl::StatusOr<proto::RepresentationProto> ParseText(absl::string_view text) {
+  if (static_cast<int64_t>(text.size()) > kMaxTextBytes) {
+    return ResourceExhaustedErrorCat("ParseText: the text holds ", text.size(),
+                                     " bytes, above the limit kMaxTextBytes = ",
+                                     kMaxTextBytes, " bytes (64 MiB)");
+  }
   proto::RepresentationProto proto;
   FirstErrorCollector errors;
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   // Bound recursion so hostile text cannot exhaust the stack.
   parser.SetRecursionLimit(16);
-  if (!parser.ParseFromString(std::string(text), &proto)) {
+  google::protobuf::io::ArrayInputStream input(text.data(),
+                                               static_cast<int>(text.size()));
+  if (!parser.Parse(&input, &proto)) {
     return TypeErrorCat("not a RepresentationProto: ", errors.error().empty()
                                                            ? "unparsable text"
                                                            : errors.error());

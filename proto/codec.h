@@ -5,17 +5,37 @@
 // validation a live one does, in the same order, with the same error kinds.
 // Faults of the text itself map onto the spec's classes (representation-cli.md,
 // "Replay"):
-//   unknown dtype name (logical, storage or carrier)       ValueError
-//   unknown carrier class, or an unknown carrier id        TypeError (not a
-//   Carrier) duplicate carrier id                                   ValueError
-//   placement/adjacent layout that is not a layout         TypeError (not a
-//   Layout) data whose length is not size x storage bits           ValueError
-//   host/external carrier of a non-simple dtype or a       built as "recorded",
-//   so negative size                                          validation
-//   reports it
+//
+//   in the text                                    error
+//   unknown dtype name (logical, storage, carrier) ValueError
+//   unknown carrier class, unknown carrier id      TypeError (not a Carrier)
+//   duplicate carrier id                           ValueError
+//   placement/adjacent layout that is no layout    TypeError (not a Layout)
+//   data whose length is not size x storage bits   ValueError
+//   host/external carrier of a non-simple dtype    built as "recorded", so
+//     or of a negative size                        validation reports it
+//   host/external carrier that cannot be           ResourceExhaustedError
+//     allocated: its bytes overflow int64, exceed  naming the carrier and
+//     HostCarrier::kMaxHostBytes (2^46), or the    the bytes
+//     kernel refuses them
+//
+// Bounds (what a text may cost):
+//   - ParseText refuses a text over kMaxTextBytes (64 MiB) before parsing it.
+//   - Replay checks the numbers of subtensors and adjacent layouts against the
+//     logical dtype's storage schema before it parses any layout or builds any
+//     carrier (the error is Representation::Create's schema-count ValueError),
+//     so it parses at most 2n-1 layouts for a schema of n entries.
+//   - Every carrier of the text is checked (id, dtype, class, data length) in
+//     one linear pass, but only the carriers that subtensors name are built:
+//     at most n allocations, each bounded as above, whatever the number of
+//     carriers listed. Unused carriers are allowed and never allocated.
+//   - A carrier without data is zero-filled (large ones are mapped lazily and
+//     never touched by replay), so replay writes no more carrier memory than
+//     the text's data.
 #ifndef STRATA_PROTO_CODEC_H_
 #define STRATA_PROTO_CODEC_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,14 +68,36 @@ struct Replayed {
   std::vector<std::pair<const Carrier*, std::string>> carrier_ids;
 };
 
-// Errors: as the table above, then exactly those of Representation::Create.
+// Errors, in this order:
+//   1. ValueError: unknown logical dtype; a dtype without a storage schema; a
+//      number of subtensors or adjacent layouts other than the schema needs
+//      (before any layout is parsed or carrier built).
+//   2. Per carrier, in text order: ValueError for a duplicate id, an unknown
+//      dtype, or data that a carrier cannot hold or whose length is not size x
+//      bits; ResourceExhaustedError for a host/external carrier whose bytes
+//      overflow or exceed HostCarrier::kMaxHostBytes.
+//   3. Per subtensor, in level order: ValueError for an unknown storage dtype;
+//      ResourceExhaustedError when its carrier cannot be allocated (naming the
+//      carrier and the bytes).
+//   4. Exactly those of Representation::Create (not a Carrier, not a Layout,
+//      bounds, the dtype's rules).
 absl::StatusOr<Replayed> ReplayWithIds(const proto::RepresentationProto& proto);
 absl::StatusOr<Tensor> Replay(const proto::RepresentationProto& proto);
 
 // Protobuf text format.
 std::string ToText(const proto::RepresentationProto& proto);
-// Errors (TypeError): the text is not a RepresentationProto; the message names
-// the line and column of the first fault.
+
+// The largest text ParseText accepts (and the strata tool reads): 64 MiB. A
+// dump of a Tensor whose data fits in about 16 MiB (each byte escapes to at
+// most four characters) is always below it.
+inline constexpr int64_t kMaxTextBytes = int64_t{64} << 20;
+
+// Errors:
+//   ResourceExhaustedError: the text holds more than kMaxTextBytes bytes
+//     (refused before parsing; the message names both sizes).
+//   TypeError: the text is not a RepresentationProto; the message names the
+//     line and column of the first fault. Nesting is bounded (recursion limit
+//     16), so no text exhausts the stack.
 absl::StatusOr<proto::RepresentationProto> ParseText(absl::string_view text);
 
 }  // namespace strata

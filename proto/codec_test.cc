@@ -1,5 +1,10 @@
 #include "proto/codec.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -182,6 +187,160 @@ TEST(CodecTest, HugeRepeatedFieldsFailFast) {
     c->set_dtype("float32");
   }
   EXPECT_TRUE(Replay(many).ok()) << "unused carriers are allowed, and cheap";
+}
+
+// Issue 16 item 9: a text over kMaxTextBytes is refused before it is parsed;
+// one at the limit parses.
+TEST(CodecTest, ParseTextRefusesATextOverTheSizeLimit) {
+  std::string text = "logical_dtype: \"float32\"\n#";
+  text.resize(kMaxTextBytes, 'x');  // The rest is one comment line.
+  auto at_limit = ParseText(text);
+  ASSERT_TRUE(at_limit.ok()) << at_limit.status();
+  EXPECT_EQ(at_limit->logical_dtype(), "float32");
+  text.push_back('x');
+  const absl::Status over = ParseText(text).status();
+  EXPECT_TRUE(IsResourceExhaustedError(over)) << over;
+  EXPECT_EQ(FormatError(over),
+            "ResourceExhaustedError: ParseText: the text holds 67108865 bytes, "
+            "above the limit kMaxTextBytes = 67108864 bytes (64 MiB)");
+}
+
+// Issue 16 item 9: the numbers of subtensors and adjacent layouts are checked
+// against the schema before any layout is parsed or carrier built, with
+// Representation::Create's own message.
+TEST(CodecTest, ReplayChecksSchemaCountsBeforeParsingOrBuilding) {
+  proto::RepresentationProto p = Text(kMx);
+  // Adjacent layouts that do not parse: the count, not "not a Layout", is
+  // reported, so none was parsed.
+  for (int i = 0; i < 1000000; ++i) p.add_adjacent_layouts("?");
+  const int64_t created = HostCarrier::created();
+  const absl::Status count = Replay(p).status();
+  EXPECT_EQ(HostCarrier::created(), created) << "no carrier was built";
+  EXPECT_EQ(FormatError(count),
+            "ValueError: logical dtype mxfp8_e4m3 has the storage schema "
+            "(float8_e4m3fn, float8_e8m0fnu) of 2 entries, which needs 1 "
+            "adjacent layouts; got 1000001");
+  // Too many subtensors: the same message as Representation::Create.
+  proto::RepresentationProto q = Text(kMx);
+  *q.add_subtensors() = q.subtensors(0);
+  const absl::Status replayed = Replay(q).status();
+  const absl::Status created_directly =
+      Representation::Create(dtypes::MXFP8E4M3(),
+                             std::vector<SubtensorCandidate>(3), {})
+          .status();
+  EXPECT_TRUE(IsValueError(replayed));
+  EXPECT_EQ(replayed.message(), created_directly.message());
+  EXPECT_EQ(HostCarrier::created(), created);
+}
+
+// Issue 16 item 9: carriers are built only when a subtensor names them, so
+// their number costs no allocation; every carrier is still checked.
+TEST(CodecTest, ReplayBuildsOnlyTheCarriersThatSubtensorsName) {
+  proto::RepresentationProto p = Text(kMx);
+  for (int i = 0; i < 100000; ++i) {
+    auto* c = p.add_carriers();
+    c->set_id(absl::StrCat("unused", i));
+    c->set_carrier_class("host");
+    c->set_dtype("uint8");
+    c->set_size(int64_t{1} << 40);  // 1 TiB each, if it were built.
+  }
+  const int64_t created = HostCarrier::created();
+  auto replayed = Replay(p);
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ(HostCarrier::created(), created + 2) << "only \"v\" and \"s\"";
+  // An unused carrier is checked all the same.
+  p.mutable_carriers(7)->set_dtype("float9");
+  EXPECT_EQ(FormatError(Replay(p).status()),
+            "ValueError: carrier \"unused5\": unknown dtype \"float9\"");
+}
+
+// Issue 16 item 9: a host/external carrier whose bytes overflow or exceed
+// HostCarrier::kMaxHostBytes is a ResourceExhaustedError naming the carrier and
+// the bytes, and nothing is allocated.
+TEST(CodecTest,
+     ReplayOfAHugeCarrierIsAResourceExhaustedErrorWithoutAllocating) {
+  const int64_t created = HostCarrier::created();
+  for (const char* carrier_class : {"host", "external"}) {
+    const std::string bytes_over =
+        Replace(Replace(kMx, "carrier_class: \"host\"",
+                        absl::StrCat("carrier_class: \"", carrier_class, "\"")),
+                "size: 256", "size: 4611686018427387904");
+    // v is float8: 2^62 values need 2^62 bytes, above 2^46.
+    const absl::Status over = ReplayStatus(bytes_over);
+    EXPECT_TRUE(IsResourceExhaustedError(over)) << over;
+    EXPECT_EQ(FormatError(over),
+              absl::StrCat("ResourceExhaustedError: carrier \"v\": ",
+                           carrier_class == std::string("host") ? "a " : "an ",
+                           carrier_class,
+                           " carrier of 4611686018427387904 float8_e4m3fn "
+                           "values needs 4611686018427387904 bytes, above the "
+                           "limit HostCarrier::kMaxHostBytes = 70368744177664 "
+                           "bytes; it cannot be allocated"));
+  }
+  const absl::Status overflow = ReplayStatus(R"txt(
+    logical_dtype: "float32"
+    carriers { id: "c0" carrier_class: "host" dtype: "float32"
+               size: 4611686018427387904 }
+    subtensors { storage_dtype: "float32" carrier: "c0" placement: "8:1" }
+  )txt");
+  EXPECT_EQ(FormatError(overflow),
+            "ResourceExhaustedError: carrier \"c0\": a host carrier of "
+            "4611686018427387904 float32 values needs more than "
+            "9223372036854775807 bytes; it cannot be allocated");
+  EXPECT_EQ(HostCarrier::created(), created);
+  // With data, the text's fault (a length that cannot match) comes first.
+  const absl::Status data = ReplayStatus(R"txt(
+    logical_dtype: "float32"
+    carriers { id: "c0" carrier_class: "host" dtype: "float32"
+               size: 4611686018427387904 data: "abcd" }
+    subtensors { storage_dtype: "float32" carrier: "c0" placement: "8:1" }
+  )txt");
+  EXPECT_TRUE(IsValueError(data)) << data;
+  // Recorded carriers allocate nothing and may be that large.
+  const std::string recorded =
+      Replace(Replace(Replace(kMx, "carrier_class: \"host\"",
+                              "carrier_class: \"recorded\""),
+                      "carrier_class: \"host\"", "carrier_class: \"recorded\""),
+              "size: 256", "size: 4611686018427387904");
+  EXPECT_TRUE(ReplayStatus(recorded).ok()) << ReplayStatus(recorded);
+  EXPECT_EQ(HostCarrier::created(), created);
+}
+
+int64_t MappedBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Issue 16 item 6: a carrier the kernel refuses to map is a
+// ResourceExhaustedError naming the carrier and the bytes (it printed
+// "RESOURCE_EXHAUSTED:"). A child caps its address space just above what it
+// has mapped, so the refusal is deterministic.
+TEST(CodecTest, ReplayOfAnUnallocatableCarrierIsAResourceExhaustedError) {
+  const proto::RepresentationProto p = Text(R"txt(
+    logical_dtype: "uint8"
+    carriers { id: "big" carrier_class: "host" dtype: "uint8"
+               size: 1073741824 }
+    subtensors { storage_dtype: "uint8" carrier: "big" placement: "8:1" }
+  )txt");
+  EXPECT_EXIT(
+      {
+        struct rlimit limit;
+        if (getrlimit(RLIMIT_AS, &limit) != 0) _exit(2);
+        limit.rlim_cur = MappedBytes() + (int64_t{256} << 20);
+        if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
+        const absl::Status status = Replay(p).status();
+        if (!IsResourceExhaustedError(status)) _exit(4);
+        if (FormatError(status).find(
+                "ResourceExhaustedError: carrier \"big\": HostCarrier::Create: "
+                "cannot map 1073741824 bytes for a host carrier of 1073741824 "
+                "uint8 values") != 0) {
+          _exit(5);
+        }
+        _exit(0);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 TEST(CodecTest, InvalidUtf8AndBinaryGarbageNeverCrash) {

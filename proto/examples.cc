@@ -67,7 +67,8 @@ absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
                             HostCarrier::Create(dtypes::Float32(), 32));
     auto* data = static_cast<float*>(carrier->mutable_data());
     for (int i = 0; i < 32; ++i) data[i] = 0.5f * i;
-    return Tensor::Create(carrier, 0, *ParseLayout("(4,8):(8,1)"));
+    STRATA_ASSIGN_OR_RETURN(Layout row_major, ParseLayout("(4,8):(8,1)"));
+    return Tensor::Create(carrier, 0, row_major);
   }
   if (name == "mxfp8_4x64") return BlockScaled(dtypes::MXFP8E4M3(), 4, 64, 32);
   if (name == "mxfp4_2x32") return BlockScaled(dtypes::MXFP4(), 2, 32, 32);

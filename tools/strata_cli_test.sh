@@ -81,5 +81,126 @@ out=$("$strata" view "$golden/float32_4x8.textproto" reshape '(2,16)'); status=$
 [ "$status" = 0 ] || fail "view reshape exit $status"
 echo "$out" | grep -q 'placement: "(2,16):(16,1)"' || fail "reshape output: $out"
 
+# Issue 16 item 6: a directory is an unreadable file (exit 2), for every command
+# that reads one.
+out=$("$strata" validate "$TEST_TMPDIR" 2>/dev/null); status=$?
+[ "$status" = 2 ] || fail "validate of a directory exit $status, want 2: $out"
+[ "$out" = "$TEST_TMPDIR: unreadable file" ] || fail "validate directory line: $out"
+"$strata" view "$TEST_TMPDIR" permute '(0)' >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "view of a directory exit $status, want 2"
+"$strata" layout --batch "$TEST_TMPDIR" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "layout --batch of a directory exit $status, want 2"
+
+# Issue 16 item 9: a text over kMaxTextBytes (64 MiB) is refused unread (exit 2,
+# naming the limit); from standard input too.
+big="$TEST_TMPDIR/big.textproto"
+{ printf 'logical_dtype: "float32"\n#'; head -c 67108840 /dev/zero | tr '\0' x; } > "$big"
+out=$("$strata" validate "$big"); status=$?
+[ "$status" = 2 ] || fail "text over the limit exit $status, want 2"
+[ "$out" = "$big: ResourceExhaustedError: strata validate: $big holds 67108866 bytes, above the limit kMaxTextBytes = 67108864 bytes (64 MiB) of a representation text" ] ||
+  fail "text over the limit line: $out"
+out=$(cat "$big" | "$strata" validate -); status=$?
+[ "$status" = 2 ] || fail "stdin over the limit exit $status, want 2"
+echo "$out" | grep -q '^-: ResourceExhaustedError: strata validate: - holds more than 67108864 bytes' ||
+  fail "stdin over the limit line: $out"
+"$strata" view "$big" permute '(0)' >/dev/null; status=$?
+[ "$status" = 2 ] || fail "view of a text over the limit exit $status, want 2"
+rm -f "$big"
+
+# Issue 16 item 9: counts are checked before layouts are parsed (200000
+# adjacent layouts that do not parse: the count error, exit 1).
+many="$TEST_TMPDIR/many.textproto"
+{ printf 'logical_dtype: "float32"\ncarriers { id: "c0" carrier_class: "host" dtype: "float32" size: 8 }\n'
+  printf 'subtensors { storage_dtype: "float32" carrier: "c0" placement: "8:1" }\n'
+  yes 'adjacent_layouts: "?"' | head -n 200000; } > "$many"
+out=$("$strata" validate "$many"); status=$?
+[ "$status" = 1 ] || fail "many adjacent layouts exit $status, want 1"
+[ "$out" = "$many: ValueError: logical dtype float32 has the storage schema (float32) of 1 entries, which needs 0 adjacent layouts; got 200000" ] ||
+  fail "many adjacent layouts line: $out"
+
+# Issue 16 items 6 and 9: a carrier too large to allocate is a
+# ResourceExhaustedError naming the carrier and the bytes (exit 1), never an
+# allocation.
+huge="$TEST_TMPDIR/huge.textproto"
+for size in 4611686018427387904 9223372036854775807; do
+  printf 'logical_dtype: "uint8"\ncarriers { id: "c0" carrier_class: "host" dtype: "uint8" size: %s }\nsubtensors { storage_dtype: "uint8" carrier: "c0" placement: "8:1" }\n' "$size" > "$huge"
+  out=$("$strata" validate "$huge"); status=$?
+  [ "$status" = 1 ] || fail "huge carrier $size exit $status, want 1"
+  [ "$out" = "$huge: ResourceExhaustedError: carrier \"c0\": a host carrier of $size uint8 values needs $size bytes, above the limit HostCarrier::kMaxHostBytes = 70368744177664 bytes; it cannot be allocated" ] ||
+    fail "huge carrier line: $out"
+done
+
+# Issue 16 item 9: a view whose dump with data would exceed kMaxTextBytes (a
+# zero-filled carrier of 128 MiB beside one that holds data) is refused before
+# any byte is copied (exit 1); it used to exhaust memory for large carriers.
+wide="$TEST_TMPDIR/wide.textproto"
+printf 'logical_dtype: "float32"\ncarriers { id: "d" carrier_class: "host" dtype: "uint8" size: 1 data: "a" }\ncarriers { id: "c0" carrier_class: "host" dtype: "float32" size: 33554432 }\nsubtensors { storage_dtype: "float32" carrier: "c0" placement: "8:1" }\n' > "$wide"
+out=$("$strata" view "$wide" permute '(0)'); status=$?
+[ "$status" = 1 ] || fail "view of a wide carrier with data exit $status, want 1"
+echo "$out" | grep -q "^$wide: ResourceExhaustedError: strata view: the view's carriers hold more than 67108864 bytes of data" ||
+  fail "view data bound line: $out"
+
+# Issue 16 item 9: the OK line of a placement of 200000 modes is printed in
+# linear time (Layout::mode(i) per mode was quadratic: minutes).
+wide_rank="$TEST_TMPDIR/rank.textproto"
+ones=$(yes 1 | head -n 200000 | paste -sd,)
+zeros=$(yes 0 | head -n 200000 | paste -sd,)
+printf 'logical_dtype: "float32"\ncarriers { id: "c0" carrier_class: "host" dtype: "float32" size: 1 }\nsubtensors { storage_dtype: "float32" carrier: "c0" placement: "(%s):(%s)" }\n' "$ones" "$zeros" > "$wide_rank"
+out=$(timeout 60 "$strata" validate "$wide_rank"); status=$?
+[ "$status" = 0 ] || fail "validate of 200000 modes exit $status, want 0"
+[ "$out" = "$wide_rank: OK dtype=float32 levels=1 shape=($ones) snapshot=[c0@0]" ] || fail "validate of 200000 modes line"
+
+# Issue 16 item 9: view arguments out of int64 range or malformed are exit 1
+# with the argument named, never a crash.
+f32="$golden/float32_4x8.textproto"
+out=$("$strata" view "$f32" slice 0 0 4 99999999999999999999); status=$?
+[ "$status" = 1 ] || fail "slice step beyond int64 exit $status"
+[ "$out" = "$f32: ValueError: slice STEP: integer tuple \"99999999999999999999\": integer at position 0 does not fit in 64 bits" ] ||
+  fail "slice step beyond int64 line: $out"
+out=$("$strata" view "$f32" slice 0 '(1)' 4 1); status=$?
+[ "$status" = 1 ] || fail "slice start tuple exit $status"
+[ "$out" = "$f32: TypeError: slice START: \"(1)\" is not an integer" ] || fail "slice start tuple line: $out"
+while IFS= read -r line; do
+  read -ra a <<< "$line"
+  for file in "$f32" "$golden/mxfp8_4x64.textproto"; do
+    out=$("$strata" view "$file" "${a[@]}" 2>&1); status=$?
+    [ "$status" = 1 ] || fail "view $line exit $status, want 1: $out"
+    echo "$out" | grep -Eq "^$file: (TypeError|ValueError): " || fail "view $line line: $out"
+  done
+done <<'ARGS'
+slice 0 -9223372036854775808 9223372036854775807 1
+slice 0 0 9223372036854775807 9223372036854775807
+slice 9223372036854775807 0 1 1
+slice -9223372036854775808 0 1 1
+slice 0 0 4 -9223372036854775808
+slice 0 0 4 0
+slice 0 -99999999999999999999 4 1
+slice 1 x 2 1
+slice 1 - 2 1
+squeeze 9223372036854775807
+squeeze -9223372036854775808
+squeeze 1x
+unsqueeze 9223372036854775807
+unsqueeze -9223372036854775808
+unsqueeze 99999999999999999999
+permute (9223372036854775807,0)
+permute (-9223372036854775808,0)
+permute ((0),1)
+permute (0,99999999999999999999)
+reshape (9223372036854775807,9223372036854775807)
+reshape (-9223372036854775808,-1)
+reshape (99999999999999999999)
+broadcast_to (9223372036854775807,9223372036854775807,4,8)
+broadcast_to (-9223372036854775808,4,8)
+broadcast_in_dim (9223372036854775807,4,64) (1,2)
+broadcast_in_dim (4,8) (9223372036854775807,-9223372036854775808)
+as_strided (4,8):(8,1) -9223372036854775808
+as_strided (4,8):(-9223372036854775808,1) 0
+as_strided (2,8):(9223372036854775807,1) 0
+as_strided 9223372036854775807:9223372036854775807 0
+as_strided (4,8):(8,1) 99999999999999999999
+as_strided 1:1 9223372036854775807
+ARGS
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

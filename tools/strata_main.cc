@@ -1,27 +1,42 @@
 // The `strata` command-line tool (shared/design/representation-cli.md,
 // layout-cli.md).
 //
-//   strata demo                     the main job
-//   strata dump --example NAME      an example representation as text (--list:
-//   names) strata validate FILE...         replay each text file and report OK
-//   or the error strata layout --batch FILE      layout algebra requests, one
-//   answer line each strata layout --show LAYOUT     a rank-1 or rank-2 layout
-//   drawn as a table
+//   strata demo                      the main job
+//   strata dump --example NAME       an example representation as text
+//   strata dump --list               the example names
+//   strata validate FILE...          replay each text file, report OK or the
+//                                    error
+//   strata view FILE OP ARGS...      replay FILE, apply one view, print it
+//   strata layout --batch FILE       layout algebra requests, one answer line
+//                                    each
+//   strata layout --show LAYOUT      a rank-1 or rank-2 layout drawn as a table
+//
+// Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
+// directory or an unreadable file is exit status 2.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "carrier/carrier_registry.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/batch.h"
 #include "layout/layout.h"
@@ -54,11 +69,17 @@ int Usage() {
   return 2;
 }
 
+// True when `path` names a directory: an ifstream opens one without error.
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
 int LayoutCommand(const std::vector<std::string>& args) {
   if (args.size() == 2 && args[0] == "--batch") {
     if (args[1] == "-") return RunLayoutBatch(std::cin, std::cout);
     std::ifstream in(args[1]);
-    if (!in) {
+    if (!in || IsDirectory(args[1])) {
       std::cerr << "strata layout: cannot read " << args[1] << "\n";
       return 2;
     }
@@ -108,11 +129,23 @@ int DumpCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
-// "(4,64)": the top-level extents of L_0.
+// "(4,64)": the top-level extents of L_0. Linear in the number of leaves
+// (Layout::mode(i) walks the tokens from the start: a text may hold a
+// placement of millions of modes).
 std::string TopLevelShape(const Layout& layout) {
+  const IntTuple& shape = layout.shape();
+  const IntTuple::Elements elements = shape.TopElements();
+  const absl::Span<const int64_t> leaves = shape.leaves();
   std::vector<int64_t> extents;
-  for (int i = 0; i < layout.rank(); ++i)
-    extents.push_back(layout.mode(i).size());
+  extents.reserve(elements.size());
+  for (int i = 0; i < elements.size(); ++i) {
+    int64_t extent = 1;
+    bool overflow = false;
+    for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+      overflow |= __builtin_mul_overflow(extent, leaves[k], &extent);
+    }
+    extents.push_back(overflow ? layout.mode(i).size() : extent);
+  }
   return absl::StrCat("(", absl::StrJoin(extents, ","), ")");
 }
 
@@ -133,35 +166,123 @@ std::string OkLine(const Replayed& replayed) {
                       absl::StrJoin(snapshot, ","), "]");
 }
 
-// Reads FILE ('-' = standard input); false when unreadable.
-bool ReadFile(const std::string& path, std::string* text) {
-  std::ostringstream buffer;
-  if (path == "-") {
-    buffer << std::cin.rdbuf();
-  } else {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return false;
-    buffer << in.rdbuf();
-    if (in.bad()) return false;
+// What reading one text file gave.
+struct ReadText {
+  enum Outcome { kRead, kUnreadable, kTooLarge } outcome = kRead;
+  std::string text;    // kRead: the bytes.
+  std::string reason;  // kUnreadable: why (for standard error).
+  int64_t size = -1;   // kTooLarge: the file's size when known, else -1.
+};
+
+// Reads FILE ('-' = standard input), at most kMaxTextBytes bytes. A directory,
+// a file that cannot be opened or read, and a text over the limit are refused
+// before anything is parsed.
+ReadText ReadTextFile(const std::string& path) {
+  ReadText result;
+  const int fd =
+      path == "-" ? STDIN_FILENO : open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    result.outcome = ReadText::kUnreadable;
+    result.reason = std::strerror(errno);
+    return result;
   }
-  *text = buffer.str();
+  struct stat st;
+  if (fstat(fd, &st) == 0) {
+    if (S_ISDIR(st.st_mode)) {
+      result.outcome = ReadText::kUnreadable;
+      result.reason = "is a directory";
+    } else if (S_ISREG(st.st_mode) && st.st_size > kMaxTextBytes) {
+      result.outcome = ReadText::kTooLarge;
+      result.size = st.st_size;
+    }
+  }
+  char buffer[1 << 16];
+  while (result.outcome == ReadText::kRead) {
+    const ssize_t n = read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      result.outcome = ReadText::kUnreadable;
+      result.reason = std::strerror(errno);
+    } else if (n == 0) {
+      break;
+    } else if (static_cast<int64_t>(result.text.size()) + n > kMaxTextBytes) {
+      result.outcome = ReadText::kTooLarge;
+    } else {
+      result.text.append(buffer, n);
+    }
+  }
+  if (fd != STDIN_FILENO) close(fd);
+  if (result.outcome != ReadText::kRead) result.text.clear();
+  return result;
+}
+
+// The error line of a text over the limit, e.g. "ResourceExhaustedError:
+// strata validate: big.textproto holds 92000174 bytes, above ...".
+std::string TooLargeLine(const std::string& command, const std::string& path,
+                         int64_t size) {
+  return FormatError(ResourceExhaustedErrorCat(
+      "strata ", command, ": ", path, " holds ",
+      size >= 0 ? absl::StrCat(size)
+                : absl::StrCat("more than ", kMaxTextBytes),
+      " bytes, above the limit kMaxTextBytes = ", kMaxTextBytes,
+      " bytes (64 MiB) of a representation text"));
+}
+
+// Reads and parses FILE for `command`. On failure prints the answer line
+// (stdout) and the diagnostic (stderr) and returns false; the exit status is 2.
+bool ReadProto(const std::string& command, const std::string& path,
+               proto::RepresentationProto* proto) {
+  ReadText read = ReadTextFile(path);
+  if (read.outcome == ReadText::kUnreadable) {
+    std::cout << path << ": unreadable file\n";
+    std::cerr << "strata " << command << ": cannot read " << path << ": "
+              << read.reason << "\n";
+    return false;
+  }
+  if (read.outcome == ReadText::kTooLarge) {
+    std::cout << path << ": " << TooLargeLine(command, path, read.size) << "\n";
+    return false;
+  }
+  auto parsed = ParseText(read.text);
+  if (!parsed.ok()) {
+    std::cout << path << ": " << FormatError(parsed.status()) << "\n";
+    return false;
+  }
+  *proto = *std::move(parsed);
   return true;
 }
 
-absl::StatusOr<int64_t> IntegerArg(const std::string& text) {
-  STRATA_ASSIGN_OR_RETURN(IntTuple value, ParseIntTuple(text));
-  if (!value.is_leaf()) return TypeErrorCat("\"", text, "\" is not an integer");
-  return value.value();
+// One integer argument, e.g. slice's STEP: "-1". `what` names the operation
+// and the argument in errors ("slice STEP").
+absl::StatusOr<int64_t> IntegerArg(const std::string& what,
+                                   const std::string& text) {
+  auto value = ParseIntTuple(text);
+  if (!value.ok()) return WithContext(value.status(), what);
+  if (!value->is_leaf()) {
+    return TypeErrorCat(what, ": \"", text, "\" is not an integer");
+  }
+  return value->value();
 }
 
 // "(1,0)" or "2": the integers of a flat tuple.
-absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& text) {
-  STRATA_ASSIGN_OR_RETURN(IntTuple value, ParseIntTuple(text));
-  if (value.depth() > 1) {
-    return TypeErrorCat("\"", text, "\" is not a flat tuple of integers");
+absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& what,
+                                                 const std::string& text) {
+  auto value = ParseIntTuple(text);
+  if (!value.ok()) return WithContext(value.status(), what);
+  if (value->depth() > 1) {
+    return TypeErrorCat(what, ": \"", text,
+                        "\" is not a flat tuple of integers");
   }
-  const auto leaves = value.leaves();
+  const auto leaves = value->leaves();
   return std::vector<int64_t>(leaves.begin(), leaves.end());
+}
+
+// A tuple argument (a SHAPE).
+absl::StatusOr<IntTuple> TupleArg(const std::string& what,
+                                  const std::string& text) {
+  auto value = ParseIntTuple(text);
+  if (!value.ok()) return WithContext(value.status(), what);
+  return *std::move(value);
 }
 
 struct ViewOp {
@@ -178,35 +299,64 @@ constexpr ViewOp kViewOps[] = {
 absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
                                  const std::vector<std::string>& a) {
   if (op == "permute") {
-    STRATA_ASSIGN_OR_RETURN(auto perm, IntegersArg(a[0]));
+    STRATA_ASSIGN_OR_RETURN(auto perm, IntegersArg("permute PERM", a[0]));
     return Permute(t, perm);
   }
   if (op == "slice") {
+    static constexpr const char* kNames[] = {"slice DIM", "slice START",
+                                             "slice STOP", "slice STEP"};
     int64_t v[4];
     for (int i = 0; i < 4; ++i) {
-      STRATA_ASSIGN_OR_RETURN(v[i], IntegerArg(a[i]));
+      STRATA_ASSIGN_OR_RETURN(v[i], IntegerArg(kNames[i], a[i]));
     }
     return Slice(t, v[0], v[1], v[2], v[3]);
   }
   if (op == "reshape" || op == "broadcast_to" || op == "broadcast_in_dim") {
-    STRATA_ASSIGN_OR_RETURN(IntTuple shape, ParseIntTuple(a[0]));
+    STRATA_ASSIGN_OR_RETURN(IntTuple shape, TupleArg(op + " SHAPE", a[0]));
     if (op == "reshape") return Reshape(t, shape);
     if (op == "broadcast_to") return BroadcastTo(t, shape);
-    STRATA_ASSIGN_OR_RETURN(auto dims, IntegersArg(a[1]));
+    STRATA_ASSIGN_OR_RETURN(auto dims, IntegersArg(op + " DIMS", a[1]));
     return BroadcastInDim(t, shape, dims);
   }
   if (op == "as_strided") {
-    STRATA_ASSIGN_OR_RETURN(Layout layout, ParseLayout(a[0]));
-    STRATA_ASSIGN_OR_RETURN(int64_t offset, IntegerArg(a[1]));
-    return AsStrided(t, layout, offset);
+    auto layout = ParseLayout(a[0]);
+    if (!layout.ok()) return WithContext(layout.status(), "as_strided LAYOUT");
+    STRATA_ASSIGN_OR_RETURN(int64_t offset,
+                            IntegerArg("as_strided OFFSET", a[1]));
+    return AsStrided(t, *layout, offset);
   }
   if (op == "squeeze") {
     if (a.empty()) return Squeeze(t);
-    STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg(a[0]));
+    STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("squeeze DIM", a[0]));
     return Squeeze(t, dim);
   }
-  STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg(a[0]));
+  STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("unsqueeze DIM", a[0]));
   return Unsqueeze(t, dim);
+}
+
+// The data bytes a dump of `t` with data would hold (each carrier once);
+// ResourceExhaustedError above kMaxTextBytes, before any byte is copied: a
+// text replayed without data may name zero-filled carriers of gigabytes.
+absl::Status CheckDumpDataFits(const Tensor& t) {
+  std::vector<const Carrier*> seen;
+  int64_t total = 0;
+  for (const Subtensor& s : t.representation().subtensors()) {
+    const Carrier* c = s.carrier.get();
+    if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
+    seen.push_back(c);
+    const SimpleDType* simple = c->dtype().AsSimple();
+    if (simple == nullptr || c->data() == nullptr) continue;
+    const absl::StatusOr<int64_t> bytes = StorageBytes(*simple, c->size());
+    if (!bytes.ok() || *bytes > kMaxTextBytes - total) {
+      return ResourceExhaustedErrorCat(
+          "strata view: the view's carriers hold more than ", kMaxTextBytes,
+          " bytes of data (carrier of ", c->size(), " ", c->dtype().name(),
+          " values), above the limit kMaxTextBytes = ", kMaxTextBytes,
+          " bytes (64 MiB) of a representation text");
+    }
+    total += *bytes;
+  }
+  return absl::OkStatus();
 }
 
 int ViewCommand(const std::vector<std::string>& args) {
@@ -220,17 +370,9 @@ int ViewCommand(const std::vector<std::string>& args) {
              op_args.size() <= v.max_args;
   }
   if (!known) return Usage();
-  std::string text;
-  if (!ReadFile(file, &text)) {
-    std::cerr << "strata view: cannot read " << file << "\n";
-    return 2;
-  }
-  auto proto = ParseText(text);
-  if (!proto.ok()) {
-    std::cout << file << ": " << FormatError(proto.status()) << "\n";
-    return 2;
-  }
-  auto source = Replay(*proto);
+  proto::RepresentationProto proto;
+  if (!ReadProto("view", file, &proto)) return 2;
+  auto source = Replay(proto);
   if (!source.ok()) {
     std::cout << file << ": " << FormatError(source.status()) << "\n";
     return 1;
@@ -241,8 +383,25 @@ int ViewCommand(const std::vector<std::string>& args) {
     return 1;
   }
   bool with_data = false;
-  for (const auto& c : proto->carriers()) with_data |= !c.data().empty();
-  std::cout << ToText(ToProto(*view, {with_data}));
+  for (const auto& c : proto.carriers()) with_data |= !c.data().empty();
+  if (with_data) {
+    const absl::Status fits = CheckDumpDataFits(*view);
+    if (!fits.ok()) {
+      std::cout << file << ": " << FormatError(fits) << "\n";
+      return 1;
+    }
+  }
+  const std::string text = ToText(ToProto(*view, {with_data}));
+  if (static_cast<int64_t>(text.size()) > kMaxTextBytes) {
+    std::cout << file << ": "
+              << FormatError(ResourceExhaustedErrorCat(
+                     "strata view: the view's text holds ", text.size(),
+                     " bytes, above the limit kMaxTextBytes = ", kMaxTextBytes,
+                     " bytes (64 MiB) of a representation text"))
+              << "\n";
+    return 1;
+  }
+  std::cout << text;
   return 0;
 }
 
@@ -250,20 +409,12 @@ int ValidateCommand(const std::vector<std::string>& files) {
   if (files.empty()) return Usage();
   int exit_status = 0;
   for (const std::string& file : files) {
-    std::string text;
-    if (!ReadFile(file, &text)) {
-      std::cout << file << ": unreadable file\n";
-      std::cerr << "strata validate: cannot read " << file << "\n";
+    proto::RepresentationProto proto;
+    if (!ReadProto("validate", file, &proto)) {
       exit_status = 2;
       continue;
     }
-    auto proto = ParseText(text);
-    if (!proto.ok()) {
-      std::cout << file << ": " << FormatError(proto.status()) << "\n";
-      exit_status = 2;
-      continue;
-    }
-    auto replayed = ReplayWithIds(*proto);
+    auto replayed = ReplayWithIds(proto);
     if (!replayed.ok()) {
       std::cout << file << ": " << FormatError(replayed.status()) << "\n";
       exit_status = std::max(exit_status, 1);
@@ -274,7 +425,8 @@ int ValidateCommand(const std::vector<std::string>& files) {
   return exit_status;
 }
 
-int Demo() {
+// The demo's steps; every result is checked, and the first failure ends it.
+absl::Status DemoSteps() {
   std::cout
       << "Strata demo: how one logical Tensor is built from typed storage.\n\n";
   std::cout << "Registered dtypes: "
@@ -284,40 +436,38 @@ int Demo() {
             << "\n\n";
 
   // 1. A conventional float32 Tensor: one carrier, one placement layout.
-  auto carrier = HostCarrier::Create(dtypes::Float32(), 32);
-  auto tensor = Tensor::Create(*carrier, 0, *ParseLayout("(4,8):(8,1)"));
-  if (!tensor.ok()) {
-    std::cout << FormatError(tensor.status()) << "\n";
-    return 1;
-  }
+  STRATA_ASSIGN_OR_RETURN(auto carrier,
+                          HostCarrier::Create(dtypes::Float32(), 32));
+  STRATA_ASSIGN_OR_RETURN(const Layout row_major, ParseLayout("(4,8):(8,1)"));
+  STRATA_ASSIGN_OR_RETURN(const Tensor tensor,
+                          Tensor::Create(carrier, 0, row_major));
   std::cout << "1. Conventional Tensor: float32, shape (4,8), row-major\n"
             << "   Tensor::Create(host carrier of 32 values, offset 0, "
-            << tensor->layout().ToString() << ")\n"
-            << "   dtype=" << tensor->dtype().name()
-            << " levels=" << tensor->num_subtensors()
-            << " size=" << tensor->size() << " snapshot="
-            << SnapshotText(tensor->Snapshot(), {tensor->carrier().get()})
+            << tensor.layout().ToString() << ")\n"
+            << "   dtype=" << tensor.dtype().name()
+            << " levels=" << tensor.num_subtensors()
+            << " size=" << tensor.size() << " snapshot="
+            << SnapshotText(tensor.Snapshot(), {tensor.carrier().get()})
             << "\n";
-  auto overfull = Tensor::Create(*carrier, 4, *ParseLayout("(4,8):(8,1)"));
+  auto overfull = Tensor::Create(carrier, 4, row_major);
   std::cout << "   The same placement at offset 4 is rejected:\n     "
             << FormatError(overfull.status()) << "\n\n";
 
   // 2. Quantize a float32 (4,64) Tensor to mxfp8_e4m3: fp8 values + one e8m0
-  // scale
-  //    per 32 values of the last mode, linked by a stride-0 adjacent layout.
-  auto source_carrier = HostCarrier::Create(dtypes::Float32(), 4 * 64);
-  auto* source_values = static_cast<float*>((*source_carrier)->mutable_data());
+  //    scale per 32 values of the last mode, linked by a stride-0 adjacent
+  //    layout.
+  STRATA_ASSIGN_OR_RETURN(auto source_carrier,
+                          HostCarrier::Create(dtypes::Float32(), 4 * 64));
+  auto* source_values = static_cast<float*>(source_carrier->mutable_data());
   for (int i = 0; i < 4 * 64; ++i) {
     source_values[i] = std::ldexp(std::sin(0.37f * i), i / 32 - 2);
   }
-  const Tensor source =
-      *Tensor::Create(*source_carrier, 0, *ParseLayout("(4,64):(64,1)"));
-  auto quantized = QuantizeBlockScaled(source, *dtypes::MXFP8E4M3(), 1);
-  if (!quantized.ok()) {
-    std::cout << FormatError(quantized.status()) << "\n";
-    return 1;
-  }
-  const Tensor& mx = *quantized;
+  STRATA_ASSIGN_OR_RETURN(const Layout source_layout,
+                          ParseLayout("(4,64):(64,1)"));
+  STRATA_ASSIGN_OR_RETURN(const Tensor source,
+                          Tensor::Create(source_carrier, 0, source_layout));
+  STRATA_ASSIGN_OR_RETURN(const Tensor mx,
+                          QuantizeBlockScaled(source, *dtypes::MXFP8E4M3(), 1));
   const Representation& rep = mx.representation();
   const auto* scale_codes =
       static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());
@@ -343,9 +493,9 @@ int Demo() {
             << SnapshotText(mx.Snapshot(), {rep.subtensor(0).carrier.get(),
                                             rep.subtensor(1).carrier.get()})
             << "\n";
-  auto transposed = Permute(mx, {1, 0});
+  STRATA_ASSIGN_OR_RETURN(const Tensor transposed, Permute(mx, {1, 0}));
   std::cout << "   permute (1,0) moves the scales with the values: S_0 = "
-            << transposed->representation().adjacent_layouts()[0].ToString()
+            << transposed.representation().adjacent_layouts()[0].ToString()
             << "\n";
   auto cut = Slice(mx, 1, 0, 16);
   std::cout << "   a slice that cuts a block is rejected:\n     "
@@ -353,21 +503,29 @@ int Demo() {
 
   // 3. Dump both as protobuf text, replay them, and validate the replay.
   std::cout << "3. Dump -> replay -> dump\n";
-  for (const Tensor* t : {static_cast<const Tensor*>(&*tensor), &mx}) {
+  for (const Tensor* t : {&tensor, &mx}) {
     const std::string text = ToText(ToProto(*t));
-    auto replayed = ReplayWithIds(*ParseText(text));
-    if (!replayed.ok()) {
-      std::cout << FormatError(replayed.status()) << "\n";
-      return 1;
-    }
-    const bool stable = ToText(ToProto(replayed->tensor)) == text;
+    STRATA_ASSIGN_OR_RETURN(const proto::RepresentationProto parsed,
+                            ParseText(text));
+    STRATA_ASSIGN_OR_RETURN(const Replayed replayed, ReplayWithIds(parsed));
+    const bool stable = ToText(ToProto(replayed.tensor)) == text;
     std::cout << "   --- " << t->dtype().name() << " as text ---\n"
-              << text << "   replayed: " << OkLine(*replayed)
+              << text << "   replayed: " << OkLine(replayed)
               << (stable ? "\n   dumped again: identical bytes\n"
                          : "\n   MISMATCH\n");
-    if (!stable) return 1;
+    if (!stable) {
+      return absl::InternalError(absl::StrCat("demo: the ", t->dtype().name(),
+                                              " dump did not replay stably"));
+    }
   }
-  return 0;
+  return absl::OkStatus();
+}
+
+int Demo() {
+  const absl::Status status = DemoSteps();
+  if (status.ok()) return 0;
+  std::cout << FormatError(status) << "\n";
+  return 1;
 }
 
 }  // namespace
