@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(layout replay proto)
+[ ${#names[@]} -gt 0 ] || names=(layout replay proto api)
 
 source tools/install.sh
 install_packages clang libclang-rt-dev
@@ -26,7 +26,10 @@ for n in "${names[@]}"; do
   mkdir -p "$scratch/$n/corpus" "$scratch/$n/crashes"
   cp tests/fuzz/corpus/"$n"/* "$scratch/$n/corpus/"
   echo "== ${n}_fuzzer for ${seconds}s"
-  if ! "$scratch/${n}_fuzzer" "$scratch/$n/corpus" -max_total_time="$seconds" \
+  # Per-target libFuzzer flags, if any (tests/fuzz/NAME.flags, one line).
+  flags=()
+  if [ -f tests/fuzz/"$n".flags ]; then read -ra flags < tests/fuzz/"$n".flags; fi
+  if ! "$scratch/${n}_fuzzer" "$scratch/$n/corpus" "${flags[@]}" -max_total_time="$seconds" \
       -artifact_prefix="$scratch/$n/crashes/" -print_final_stats=1 2>"$scratch/$n/log"; then
     status=1
     cp "$scratch/$n/crashes/"* tests/fuzz/regressions/"$n"/ 2>/dev/null || true
