@@ -39,8 +39,24 @@ int64_t HostCarrier::created() {
   return host_carriers_created.load(std::memory_order_relaxed);
 }
 
+void Carrier::FreeStorageOnce() {
+  if (!storage_freed_.exchange(true, std::memory_order_acq_rel)) {
+    ReleaseStorage();
+  }
+}
+
+// NOTE [ Pinned storage ]: whichever of the first Release() and the last
+// UnpinStorage() comes second frees the storage; storage_freed_ makes the two
+// racing callers free it once.
 void Carrier::Release() {
-  if (!released_.exchange(true, std::memory_order_acq_rel)) ReleaseStorage();
+  if (released_.exchange(true, std::memory_order_acq_rel)) return;
+  if (pins_.load(std::memory_order_acquire) == 0) FreeStorageOnce();
+}
+
+void Carrier::UnpinStorage() {
+  if (pins_.fetch_sub(1, std::memory_order_acq_rel) == 1 && released()) {
+    FreeStorageOnce();
+  }
 }
 
 absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(

@@ -43,11 +43,20 @@ class Carrier {
     return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
 
-  // Frees the storage now (idempotent; the first call frees). Data access
-  // afterwards returns nullptr. Never called by a Tensor, view or failed
-  // operation.
+  // Frees the storage now (idempotent; the first call frees), or, while the
+  // storage is pinned, when the last pin is dropped. Data access through the
+  // carrier returns nullptr from the call on. Never called by a Tensor, view
+  // or failed operation.
   void Release();
   bool released() const { return released_.load(std::memory_order_acquire); }
+
+  // NOTE [ Pinned storage ]: a consumer that holds a raw pointer into the
+  // storage (a DLPack export until its deleter runs) pins it, so that a
+  // Release() meanwhile cannot free memory the consumer still reads or writes:
+  // the carrier reads as released at once, and the storage is freed when the
+  // last pin is dropped. Each PinStorage() is matched by one UnpinStorage().
+  void PinStorage() { pins_.fetch_add(1, std::memory_order_acq_rel); }
+  void UnpinStorage();
 
   // The registered carrier class name ("host", "external", "recorded", ...).
   virtual absl::string_view class_name() const = 0;
@@ -71,6 +80,9 @@ class Carrier {
   int64_t size_;
   std::atomic<uint64_t> version_;
   std::atomic<bool> released_{false};
+  std::atomic<int64_t> pins_{0};
+  std::atomic<bool> storage_freed_{false};
+  void FreeStorageOnce();
 };
 
 // Owned, 64-byte aligned, zero-filled host memory.

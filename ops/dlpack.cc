@@ -28,8 +28,13 @@ struct ExportContext {
   DLManagedTensor managed;
 };
 
+// NOTE [ Pinned storage ] (carrier.h): the export pins the storage until the
+// consumer's deleter runs, so a Release() meanwhile cannot free what the
+// consumer still addresses.
 void DeleteExport(DLManagedTensor* managed) {
-  delete static_cast<ExportContext*>(managed->manager_ctx);
+  auto* context = static_cast<ExportContext*>(managed->manager_ctx);
+  context->carrier->UnpinStorage();
+  delete context;
 }
 
 // NOTE [ One dtype switch ]: the DLPack 0.6 code of each built-in dtype.
@@ -121,6 +126,7 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   t.byte_offset = 0;
   context->managed.manager_ctx = context.get();
   context->managed.deleter = DeleteExport;
+  context->carrier->PinStorage();
   return &context.release()->managed;
 }
 

@@ -295,6 +295,25 @@ TEST(TotalApiTest, EmptyTensorsQuantizeAndSliceToEmptyBlockScaledTensors) {
   EXPECT_TRUE(IsValueError(Slice(mx, 1, 0, 16, 1).status()));
 }
 
+// Found by api_fuzzer: releasing a carrier while a DLPack export of it is
+// alive freed the bytes the importer still wrote (NOTE [ Pinned storage ]).
+TEST(TotalApiTest, ReleaseWhileExportedThroughDLPackKeepsTheImportValid) {
+  const Tensor t = Make(dtypes::Int32(), "(2,3):(3,1)");
+  ASSERT_TRUE(Fill(t, Scalar::Int(7)).ok());
+  auto exported = ToDLPack(t);
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  auto imported = FromDLPack(*exported);
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  t.carrier()->Release();
+  EXPECT_EQ(t.carrier()->data(), nullptr);
+  EXPECT_TRUE(IsValueError(Fill(t, Scalar::Int(1))));  // No host data now.
+  ASSERT_TRUE(Fill(*imported, Scalar::Int(1)).ok());   // Still valid memory.
+  EXPECT_EQ(GetItem(*imported, IntTuple::Tuple({1, 2}))->as_int(), 1);
+  // Releasing the import runs the export's deleter, which frees the storage
+  // (asan reports a leak otherwise).
+  imported->carrier()->Release();
+}
+
 // --- Item 5: an empty placement past the end of its carrier.
 
 TEST(TotalApiTest, EmptyPlacementAtOffsetPastTheEndIsValueError) {

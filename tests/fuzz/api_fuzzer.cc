@@ -70,17 +70,6 @@ namespace ag = strata::autograd;
     }                                                                       \
   } while (0)
 
-// KNOWN-BUG skips: each names a bug found by this target and not fixed yet;
-// API_FUZZER_NO_SKIPS=all (or a list of names) runs the call anyway.
-bool KnownBug(const char* name) {
-  static const char* env = std::getenv("API_FUZZER_NO_SKIPS");
-  if (env != nullptr &&
-      (std::strcmp(env, "all") == 0 || std::strstr(env, name) != nullptr)) {
-    return false;
-  }
-  return true;
-}
-
 constexpr int64_t kSmall = 4096;  // Elements, whenever data is touched.
 constexpr int kMaxSteps = 32;
 constexpr size_t kMaxPool = 8;
@@ -2151,10 +2140,8 @@ class Session {
   void Release() {
     const Tensor* p = Pick();
     if (p == nullptr || (r_.Byte() & 3) != 0) return;
-    // KNOWN-BUG(release-under-dlpack): releasing a carrier that was exported
-    // through DLPack frees the bytes an imported ExternalCarrier still uses.
-    if (exported_.count(p->carrier().get()) && KnownBug("release-under-dlpack"))
-      return;
+    // A carrier exported through DLPack stays readable by the importer:
+    // NOTE [ Pinned storage ].
     p->carrier()->Release();
     API_CHECK(p->carrier()->data() == nullptr);
   }
