@@ -10,7 +10,6 @@
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
 #include "core/status_macros.h"
-#include "core/tensor.h"
 #include "layout/checked_math.h"
 
 namespace strata {
@@ -251,10 +250,6 @@ MutationSnapshot Representation::Snapshot() const {
     if (!seen) snapshot.push_back({carrier, carrier->version()});
   }
   return snapshot;
-}
-
-Tensor MakeTensor(std::shared_ptr<const Representation> representation) {
-  return Tensor(std::move(representation));
 }
 
 }  // namespace strata

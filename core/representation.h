@@ -116,9 +116,6 @@ class Representation {
   absl::InlinedVector<Layout, 1> adjacent_layouts_;
 };
 
-// A Tensor over a validated representation (for views, ops and replay).
-Tensor MakeTensor(std::shared_ptr<const Representation> representation);
-
 }  // namespace strata
 
 #endif  // STRATA_CORE_REPRESENTATION_H_

@@ -24,7 +24,7 @@ absl::StatusOr<Tensor> Tensor::Create(std::shared_ptr<Carrier> carrier,
   auto representation = Representation::CreateOneLevel(
       std::move(carrier), offset, std::move(layout));
   if (!representation.ok()) return representation.status();
-  return MakeTensor(*std::move(representation));
+  return Tensor(*std::move(representation));
 }
 
 const std::shared_ptr<Carrier>& Tensor::carrier() const {

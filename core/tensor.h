@@ -57,14 +57,8 @@ class Tensor {
   int num_subtensors() const;
   MutationSnapshot Snapshot() const;
 
-  // For Strata's packages: the authoritative representation.
-  const Representation& representation() const { return *representation_; }
-  const std::shared_ptr<const Representation>& shared_representation() const {
-    return representation_;
-  }
-
  private:
-  friend Tensor MakeTensor(std::shared_ptr<const Representation>);
+  friend class TensorAccess;  // NOTE [ Tensor internals ].
   explicit Tensor(std::shared_ptr<const Representation> representation)
       : representation_(std::move(representation)) {}
   std::shared_ptr<const Representation> representation_;

@@ -7,6 +7,7 @@
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"

@@ -10,6 +10,7 @@
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
@@ -217,7 +218,8 @@ TEST(OpsTest, ContiguousCloneCast) {
   Tensor t = Iota("(3,4):(4,1)");
   auto same = Contiguous(t);
   ASSERT_TRUE(same.ok());
-  EXPECT_EQ(same->shared_representation(), t.shared_representation());
+  EXPECT_EQ(TensorAccess::shared_representation(*same),
+            TensorAccess::shared_representation(t));
   auto transposed = Contiguous(*Permute(t, {1, 0}));
   ASSERT_TRUE(transposed.ok());
   EXPECT_TRUE(IsCompactRowMajor(*transposed));

@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
+#include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"

@@ -11,6 +11,7 @@
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
@@ -112,7 +113,7 @@ void ExpectMatchesReference(const Format& f, const Tensor& src, const Tensor& q,
                             int64_t blocked_mode) {
   const std::vector<int64_t> shape = src.shape();
   ASSERT_EQ(q.shape(), shape);
-  const Representation& rep = q.representation();
+  const Representation& rep = TensorAccess::representation(q);
   const auto* values =
       static_cast<const uint8_t*>(rep.subtensor(0).carrier->data());
   const auto* scales =
@@ -178,7 +179,7 @@ TEST(QuantizeTest, MXFP8MatchesTheSpecificationValueByValue) {
   auto q = QuantizeBlockScaled(src, *dtypes::MXFP8E4M3(), 1);
   ASSERT_TRUE(q.ok()) << q.status();
   EXPECT_EQ(q->num_subtensors(), 2);
-  EXPECT_EQ(q->representation().adjacent_layouts()[0].ToString(),
+  EXPECT_EQ(TensorAccess::representation(*q).adjacent_layouts()[0].ToString(),
             "(8,(32,4)):(1,(0,8))");
   ExpectMatchesReference(kMXFP8, src, *q, 1);
 }
@@ -211,7 +212,7 @@ TEST(QuantizeTest, FastEncodersAgreeWithTheGenericOnes) {
   for (const Format* f : {&kMXFP8, &kMXFP4}) {
     auto q = QuantizeBlockScaled(src, *f->dtype, 0);
     ASSERT_TRUE(q.ok()) << q.status();
-    const Representation& rep = q->representation();
+    const Representation& rep = TensorAccess::representation(*q);
     const auto* codes =
         static_cast<const uint8_t*>(rep.subtensor(0).carrier->data());
     const auto* scales =
@@ -254,7 +255,7 @@ TEST(QuantizeTest, NVFP4UsesE4M3ScalesOfBlocksOf16) {
   const Tensor src = FloatTensor(v, "(4,32):(32,1)");
   auto q = QuantizeBlockScaled(src, *dtypes::NVFP4(), 1);
   ASSERT_TRUE(q.ok()) << q.status();
-  const Representation& rep = q->representation();
+  const Representation& rep = TensorAccess::representation(*q);
   EXPECT_EQ(rep.subtensor(1).carrier->size(), 8);
   const auto* scales =
       static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());

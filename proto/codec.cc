@@ -16,6 +16,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
+#include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -182,7 +183,7 @@ proto::RepresentationProto ToProto(const Representation& representation,
 
 proto::RepresentationProto ToProto(const Tensor& tensor,
                                    const DumpOptions& options) {
-  return ToProto(tensor.representation(), options);
+  return ToProto(TensorAccess::representation(tensor), options);
 }
 
 absl::StatusOr<Replayed> ReplayWithIds(

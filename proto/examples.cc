@@ -9,6 +9,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
+#include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"

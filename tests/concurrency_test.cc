@@ -12,6 +12,7 @@
 
 #include "carrier/carrier.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"

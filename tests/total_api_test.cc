@@ -14,6 +14,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
+#include "core/tensor_access.h"
 #include "dtype/dtype.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"

@@ -36,6 +36,7 @@
 #include "core/representation.h"
 #include "core/status_macros.h"
 #include "core/tensor.h"
+#include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/batch.h"
@@ -340,7 +341,7 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
 absl::Status CheckDumpDataFits(const Tensor& t) {
   std::vector<const Carrier*> seen;
   int64_t total = 0;
-  for (const Subtensor& s : t.representation().subtensors()) {
+  for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
     const Carrier* c = s.carrier.get();
     if (std::find(seen.begin(), seen.end(), c) != seen.end()) continue;
     seen.push_back(c);
@@ -468,7 +469,7 @@ absl::Status DemoSteps() {
                           Tensor::Create(source_carrier, 0, source_layout));
   STRATA_ASSIGN_OR_RETURN(const Tensor mx,
                           QuantizeBlockScaled(source, *dtypes::MXFP8E4M3(), 1));
-  const Representation& rep = mx.representation();
+  const Representation& rep = TensorAccess::representation(mx);
   const auto* scale_codes =
       static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());
   std::vector<std::string> scale_text;
@@ -495,7 +496,9 @@ absl::Status DemoSteps() {
             << "\n";
   STRATA_ASSIGN_OR_RETURN(const Tensor transposed, Permute(mx, {1, 0}));
   std::cout << "   permute (1,0) moves the scales with the values: S_0 = "
-            << transposed.representation().adjacent_layouts()[0].ToString()
+            << TensorAccess::representation(transposed)
+                   .adjacent_layouts()[0]
+                   .ToString()
             << "\n";
   auto cut = Slice(mx, 1, 0, 16);
   std::cout << "   a slice that cuts a block is rejected:\n     "

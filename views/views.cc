@@ -13,6 +13,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
+#include "core/tensor_access.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
 
@@ -96,7 +97,7 @@ Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
 // modes, to L_0 and S_0 alike (S_0 has L_0's shape, so the same specs apply).
 template <typename MakeSpecs>
 absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
-  const Representation& rep = tensor.representation();
+  const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
   const IntTuple::Elements elements = l0.shape().TopElements();
   STRATA_ASSIGN_OR_RETURN(ModeSpecs specs,
@@ -407,7 +408,7 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
     return ValueErrorCat("reshape: shape ", shape.ToString(), " has ", size,
                          " elements, the Tensor has ", tensor.size());
   }
-  const Representation& rep = tensor.representation();
+  const Representation& rep = TensorAccess::representation(tensor);
   auto subtensors = Candidates(rep);
   auto adjacent = Adjacent(rep);
   STRATA_ASSIGN_OR_RETURN(Layout row_major, Layout::RowMajor(flat));
@@ -444,7 +445,7 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
 
 absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
                              int64_t stop, int64_t step) {
-  const Representation& rep = tensor.representation();
+  const Representation& rep = TensorAccess::representation(tensor);
   const Modes l_modes = TopLevelModes(rep.subtensor(0).placement);
   STRATA_RETURN_IF_ERROR(CheckDim("slice", dim, l_modes.size()));
   const int64_t extent = l_modes[dim].size();
@@ -507,7 +508,7 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
     return ValueErrorCat("as_strided: offset ", offset,
                          " is negative; Tensor offsets must be non-negative");
   }
-  const Representation& rep = tensor.representation();
+  const Representation& rep = TensorAccess::representation(tensor);
   auto subtensors = Candidates(rep);
   auto adjacent = Adjacent(rep);
   subtensors[0].offset = offset;

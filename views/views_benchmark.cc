@@ -8,6 +8,7 @@
 #include "benchmark/benchmark.h"
 #include "carrier/carrier.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "views/views.h"

@@ -10,6 +10,7 @@
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/algebra.h"
@@ -51,7 +52,7 @@ Tensor BlockScaled(int64_t rows, int64_t cols, int64_t block) {
 
 // Carrier indices reached at every level from the top-level coordinate `coord`.
 std::vector<int64_t> Reached(const Tensor& t, const Coord& coord) {
-  const Representation& rep = t.representation();
+  const Representation& rep = TensorAccess::representation(t);
   const Layout& l0 = rep.subtensor(0).placement;
   const IntTuple c =
       l0.shape().is_leaf() ? IntTuple(coord[0]) : IntTuple::Flat(coord);
@@ -83,7 +84,7 @@ void ForEachCoord(const std::vector<int64_t>& extents,
 }
 
 std::string Describe(const Tensor& t) {
-  const Representation& rep = t.representation();
+  const Representation& rep = TensorAccess::representation(t);
   std::string out;
   for (int i = 0; i < rep.num_levels(); ++i) {
     absl::StrAppend(&out, i ? " | " : "", "L", i, "=",
@@ -326,7 +327,7 @@ TEST(BlockScaledViewsTest, PermuteMovesScalesWithValues) {
   const Tensor t = BlockScaled(4, 64, 32);
   auto v = Permute(t, {1, 0});
   ASSERT_TRUE(v.ok()) << v.status();
-  EXPECT_EQ(v->representation().adjacent_layouts()[0].ToString(),
+  EXPECT_EQ(TensorAccess::representation(*v).adjacent_layouts()[0].ToString(),
             "((32,2),4):((0,4),1)");
   ExpectInvariant(t, *v, [](const Coord& c) { return Coord{c[1], c[0]}; });
 }
@@ -335,7 +336,7 @@ TEST(BlockScaledViewsTest, SliceNarrowsTheScaleLevel) {
   const Tensor t = BlockScaled(4, 64, 32);
   auto v = Slice(t, 0, 1, 3);
   ASSERT_TRUE(v.ok()) << v.status();
-  const Representation& rep = v->representation();
+  const Representation& rep = TensorAccess::representation(*v);
   EXPECT_EQ(rep.subtensor(1).offset, 2) << "row 1's scales start at index 2";
   EXPECT_EQ(rep.subtensor(1).placement.size(), 4);
   ExpectInvariant(t, *v, [](const Coord& c) { return Coord{c[0] + 1, c[1]}; });

@@ -45,6 +45,7 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
+#include "core/tensor_access.h"
 #include "dtype/dtype.h"
 #include "dtype/registry.h"
 #include "layout/int_tuple.h"
@@ -617,7 +618,7 @@ std::optional<Val> Convert(Ref r, const Val& v) {
 }
 
 const uint8_t* HostBytes(const Tensor& t, int level = 0) {
-  const Carrier& c = *t.representation().subtensor(level).carrier;
+  const Carrier& c = *TensorAccess::representation(t).subtensor(level).carrier;
   return static_cast<const uint8_t*>(c.data());
 }
 
@@ -815,7 +816,7 @@ class Session {
   std::vector<CarrierState> Capture() const {
     std::vector<CarrierState> v;
     auto add = [&](const Tensor& t) {
-      for (const Subtensor& s : t.representation().subtensors()) {
+      for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
         v.push_back(
             {s.carrier.get(), s.carrier->version(), s.carrier.use_count()});
       }
@@ -1020,13 +1021,14 @@ class Session {
       API_CHECK(false);
     }
     API_CHECK(LogicalShape(view) == got);
-    CheckBounds(view.representation());
+    CheckBounds(TensorAccess::representation(view));
     if (view.size() > kSmall) return;
     const std::vector<int64_t> se = Extents(src.layout());
     ForEachCoord(got, [&](const std::vector<int64_t>& c) {
       const std::vector<int64_t> s = sigma(c);
-      const Reached a = Reach(view.representation(), Colex(got, c));
-      const Reached b = Reach(src.representation(), Colex(se, s));
+      const Reached a =
+          Reach(TensorAccess::representation(view), Colex(got, c));
+      const Reached b = Reach(TensorAccess::representation(src), Colex(se, s));
       if (a != b) {
         std::fprintf(stderr, "api_fuzzer: view invariant broken: %s of %s\n",
                      view.layout().ToString().c_str(),
@@ -1170,7 +1172,7 @@ class Session {
         API_CHECK(v->carrier() == src.carrier());
         API_CHECK(v->num_subtensors() == src.num_subtensors());
         API_CHECK(Extents(v->layout()) == Extents(*layout));
-        CheckBounds(v->representation());
+        CheckBounds(TensorAccess::representation(*v));
         if (v->size() > kSmall || src.size() > kSmall) {
           Keep(*v);
           return;
@@ -1182,14 +1184,15 @@ class Session {
               .push_back(k);
         }
         for (int64_t k = 0; k < v->size(); ++k) {
-          const Reached a = Reach(v->representation(), k);
+          const Reached a = Reach(TensorAccess::representation(*v), k);
           API_CHECK(a[0].second ==
                     offset + static_cast<int64_t>(Eval(*layout, k)));
           if (src.num_subtensors() == 1) continue;
           auto it = pre.find(a[0].second);
           API_CHECK(it != pre.end());  // Reaches only what L_0 reaches.
           if (it->second.size() != 1) continue;
-          API_CHECK(Reach(src.representation(), it->second[0]) == a);
+          API_CHECK(Reach(TensorAccess::representation(src), it->second[0]) ==
+                    a);
         }
         Keep(*v);
         return;
@@ -2071,7 +2074,7 @@ class Session {
               d == dtypes::BFloat16());
     API_CHECK(q->num_subtensors() == 2 && &q->dtype() == f);
     API_CHECK(Shape(*q) == Shape(t));
-    CheckBounds(q->representation());
+    CheckBounds(TensorAccess::representation(*q));
     Keep(*q);
   }
 
@@ -2100,14 +2103,14 @@ class Session {
     DumpOptions options;
     options.include_data = r_.Bool();
     if (options.include_data) {
-      for (const Subtensor& s : t.representation().subtensors()) {
+      for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
         // A released carrier dumps without data and replays zero-filled.
         if (s.carrier->size() > (1 << 14) || s.carrier->released())
           options.include_data = false;
       }
     }
     // Replay knows registered dtypes only.
-    for (const Subtensor& s : t.representation().subtensors()) {
+    for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
       if (!BuiltinSimple(s.storage_dtype)) return;
     }
     const auto before = Capture();

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "proto/codec.h"
 #include "proto/representation.pb.h"
 
@@ -16,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Values travel in the dump only for small carriers (a valid text may name a
   // carrier of gigabytes that is never touched).
   int64_t values = 0;
-  for (const auto& s : tensor->representation().subtensors())
+  for (const auto& s :
+       strata::TensorAccess::representation(*tensor).subtensors())
     values += s.carrier->size();
   const bool with_data = values <= (int64_t{1} << 20);
   const std::string text =

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/representation.h"
+#include "core/tensor_access.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"
 #include "strata.h"
@@ -73,8 +74,9 @@ TEST(ConventionalConstruction, ConstructAConventionalTensor) {
   EXPECT_EQ(t->offset(), 4);
   EXPECT_EQ(t->layout(), L("(4,8):(8,1)"));
   EXPECT_EQ(&t->dtype(), dtypes::Float32());
-  EXPECT_EQ(t->representation().subtensor(0).storage_dtype, dtypes::Float32());
-  EXPECT_TRUE(t->representation().adjacent_layouts().empty());
+  EXPECT_EQ(TensorAccess::representation(*t).subtensor(0).storage_dtype,
+            dtypes::Float32());
+  EXPECT_TRUE(TensorAccess::representation(*t).adjacent_layouts().empty());
 }
 
 TEST(ConventionalConstruction, RejectANegativeOffset) {
@@ -125,7 +127,7 @@ TEST(ConventionalConstruction, NegativeStrideBelowZeroIsRejected) {
 TEST(ProjectedState, ReadConventionalTensorProperties) {
   auto carrier = Host(dtypes::Int16(), 100);
   const Tensor t = *Tensor::Create(carrier, 3, L("(3,(2,5)):(20,(1,2))"));
-  EXPECT_EQ(t.carrier(), t.representation().subtensor(0).carrier);
+  EXPECT_EQ(t.carrier(), TensorAccess::representation(t).subtensor(0).carrier);
   EXPECT_EQ(t.offset(), 3);
   EXPECT_EQ(t.layout().ToString(), "(3,(2,5)):(20,(1,2))");
   EXPECT_EQ(&t.dtype(), dtypes::Int16());
