@@ -133,6 +133,13 @@ class IntTupleBuilder {
 inline constexpr int kMaxIntTupleDepth = 1024;
 absl::StatusOr<IntTuple> ParseIntTuple(absl::string_view text);
 
+// Parses one integer argument ("-1") in the same notation. `what` names the
+// argument ("slice STEP"); when it is not empty, every message starts with
+// "<what>: ". Errors: those of ParseIntTuple; TypeError quoting the text when
+// it is a tuple ("\"(1)\" is not an integer").
+absl::StatusOr<int64_t> ParseInt64(absl::string_view text,
+                                   absl::string_view what = {});
+
 }  // namespace strata
 
 #endif  // STRATA_LAYOUT_INT_TUPLE_H_

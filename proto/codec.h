@@ -54,7 +54,11 @@ struct DumpOptions {
   bool include_data = false;
 };
 
-// Carriers are listed once each in first-use order with ids "c0", "c1", ...;
+// The id ToProto gives the carrier first used at position `index` of the
+// first-use order (snapshot order): "c0", "c1", ...
+std::string CarrierId(int64_t index);
+
+// Carriers are listed once each in first-use order with ids CarrierId(i);
 // layouts in canonical notation. Deterministic: dump -> replay -> dump gives
 // identical text.
 proto::RepresentationProto ToProto(const Representation& representation,

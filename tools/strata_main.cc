@@ -108,7 +108,7 @@ std::string SnapshotText(const MutationSnapshot& snapshot,
   for (const CarrierVersion& entry : snapshot) {
     size_t id = 0;
     while (id < names.size() && names[id] != entry.carrier) ++id;
-    parts.push_back(absl::StrCat("c", id, "@", entry.version));
+    parts.push_back(absl::StrCat(CarrierId(id), "@", entry.version));
   }
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
@@ -252,18 +252,6 @@ bool ReadProto(const std::string& command, const std::string& path,
   return true;
 }
 
-// One integer argument, e.g. slice's STEP: "-1". `what` names the operation
-// and the argument in errors ("slice STEP").
-absl::StatusOr<int64_t> IntegerArg(const std::string& what,
-                                   const std::string& text) {
-  auto value = ParseIntTuple(text);
-  if (!value.ok()) return WithContext(value.status(), what);
-  if (!value->is_leaf()) {
-    return TypeErrorCat(what, ": \"", text, "\" is not an integer");
-  }
-  return value->value();
-}
-
 // "(1,0)" or "2": the integers of a flat tuple.
 absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& what,
                                                  const std::string& text) {
@@ -307,7 +295,7 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
                                              "slice STOP", "slice STEP"};
     int64_t v[4];
     for (int i = 0; i < 4; ++i) {
-      STRATA_ASSIGN_OR_RETURN(v[i], IntegerArg(kNames[i], a[i]));
+      STRATA_ASSIGN_OR_RETURN(v[i], ParseInt64(a[i], kNames[i]));
     }
     return Slice(t, v[0], v[1], v[2], v[3]);
   }
@@ -322,15 +310,15 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
     auto layout = ParseLayout(a[0]);
     if (!layout.ok()) return WithContext(layout.status(), "as_strided LAYOUT");
     STRATA_ASSIGN_OR_RETURN(int64_t offset,
-                            IntegerArg("as_strided OFFSET", a[1]));
+                            ParseInt64(a[1], "as_strided OFFSET"));
     return AsStrided(t, *layout, offset);
   }
   if (op == "squeeze") {
     if (a.empty()) return Squeeze(t);
-    STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("squeeze DIM", a[0]));
+    STRATA_ASSIGN_OR_RETURN(int64_t dim, ParseInt64(a[0], "squeeze DIM"));
     return Squeeze(t, dim);
   }
-  STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("unsqueeze DIM", a[0]));
+  STRATA_ASSIGN_OR_RETURN(int64_t dim, ParseInt64(a[0], "unsqueeze DIM"));
   return Unsqueeze(t, dim);
 }
 

@@ -14,13 +14,14 @@
 #include "gtest/gtest.h"
 #include "layout/algebra.h"
 #include "layout/random_layouts.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
 using Coord = std::vector<int64_t>;
 
-Layout L(const std::string& text) { return *ParseLayout(text); }
+using testing::L;
 
 Tensor Plain(const std::string& layout, int64_t offset = 0) {
   const Layout l = L(layout);

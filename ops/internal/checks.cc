@@ -50,8 +50,10 @@ absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
 
 }  // namespace
 
-absl::Status RequireHostData(const Tensor& t, absl::string_view op) {
-  if (t.size() > 0 && t.carrier()->data() == nullptr) {
+absl::Status RequireHostData(const Tensor& t, absl::string_view op,
+                             EmptyTensors empty) {
+  const bool needs_data = t.size() > 0 || empty == EmptyTensors::kNeedHostData;
+  if (needs_data && t.carrier()->data() == nullptr) {
     return ValueErrorCat(op, ": the ", t.carrier()->class_name(),
                          " carrier of ", t.dtype().name(),
                          " holds no host data");

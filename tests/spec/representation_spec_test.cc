@@ -10,6 +10,7 @@
 #include "ops/ops.h"
 #include "strata.h"
 #include "tests/spec/test_carriers.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
@@ -19,7 +20,7 @@ using testing::LoggingRule;
 using testing::RecordingCarrier;
 using testing::RecordingCarrierSubclass;
 
-Layout L(const std::string& text) { return *ParseLayout(text); }
+using testing::L;
 
 std::shared_ptr<Carrier> Host(const SimpleDType* dtype, int64_t size) {
   return *HostCarrier::Create(dtype, size);
