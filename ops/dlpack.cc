@@ -31,16 +31,16 @@ struct ExportContext {
   DLManagedTensor managed;
 };
 
-// NOTE [ Pinned storage ] (carrier.h): the export pins the storage until the
-// consumer's deleter runs, so a Release() meanwhile cannot free what the
-// consumer still addresses.
+// The export pins the storage until the consumer's deleter runs, so a
+// Release() meanwhile cannot free what the consumer still addresses
+// (NOTE [ Pinned storage ] in carrier/carrier.h).
 void DeleteExport(DLManagedTensor* managed) {
   auto* context = static_cast<ExportContext*>(managed->manager_ctx);
   context->carrier->UnpinStorage();
   delete context;
 }
 
-// NOTE [ One dtype switch ]: the DLPack 0.6 code of each built-in dtype.
+// The DLPack 0.6 code of each built-in dtype (NOTE [ One dtype switch ]).
 absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
   STRATA_ASSIGN_OR_RETURN(const ScalarType type,
                           RequireScalarType(d, "ToDLPack"));

@@ -1,15 +1,15 @@
 // The `strata` command-line tool (shared/design/representation-cli.md,
 // layout-cli.md).
 //
-//   strata demo                      the main job
-//   strata dump --example NAME       an example representation as text
-//   strata dump --list               the example names
-//   strata validate FILE...          replay each text file, report OK or the
-//                                    error
-//   strata view FILE OP ARGS...      replay FILE, apply one view, print it
-//   strata layout --batch FILE       layout algebra requests, one answer line
-//                                    each
-//   strata layout --show LAYOUT      a rank-1 or rank-2 layout drawn as a table
+// clang-format off
+//   strata demo                  the main job
+//   strata dump --example NAME   an example representation as text
+//   strata dump --list           the example names
+//   strata validate FILE...      replay each text file, report OK or the error
+//   strata view FILE OP ARGS...  replay FILE, apply one view, print it
+//   strata layout --batch FILE   layout algebra requests, one answer line each
+//   strata layout --show LAYOUT  a rank-1 or rank-2 layout drawn as a table
+// clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
 // directory or an unreadable file is exit status 2.
@@ -49,20 +49,19 @@
 namespace strata {
 namespace {
 
+// clang-format off
 constexpr char kUsage[] =
     "usage:\n"
     "  strata demo\n"
     "  strata dump --example NAME | --list [--data]\n"
     "  strata validate FILE...        (FILE '-' reads standard input)\n"
-    "  strata view FILE OP ARGS...    OP: permute PERM | slice DIM START STOP "
-    "STEP |\n"
-    "                                 reshape SHAPE | as_strided LAYOUT OFFSET "
-    "|\n"
-    "                                 broadcast_to SHAPE | broadcast_in_dim "
-    "SHAPE DIMS |\n"
+    "  strata view FILE OP ARGS...    OP: permute PERM | slice DIM START STOP STEP |\n"
+    "                                 reshape SHAPE | as_strided LAYOUT OFFSET |\n"
+    "                                 broadcast_to SHAPE | broadcast_in_dim SHAPE DIMS |\n"
     "                                 squeeze [DIM] | unsqueeze DIM\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
     "  strata layout --show LAYOUT\n";
+// clang-format on
 
 int Usage() {
   std::cerr << kUsage;

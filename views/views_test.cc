@@ -97,7 +97,7 @@ std::string Describe(const Tensor& t) {
   return out;
 }
 
-// NOTE [ The view invariant ], checked exhaustively.
+// Checks NOTE [ The view invariant ] exhaustively.
 void ExpectInvariant(const Tensor& source, const Tensor& view,
                      const std::function<Coord(const Coord&)>& sigma) {
   ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
@@ -207,8 +207,7 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   return MakeTensor(*rep);
 }
 
-// --- Hand cases
-// -----------------------------------------------------------------
+// --- Hand cases --------------------------------------------------------------
 
 TEST(ViewsTest, PermuteSwapsModes) {
   const Tensor t = Plain("(4,8):(8,1)");
@@ -320,8 +319,7 @@ TEST(ViewsTest, BadArgumentsAreValueErrors) {
   }
 }
 
-// --- Multi-subtensor views
-// -----------------------------------------------------
+// --- Multi-subtensor views ---------------------------------------------------
 
 TEST(BlockScaledViewsTest, PermuteMovesScalesWithValues) {
   const Tensor t = BlockScaled(4, 64, 32);
@@ -399,8 +397,7 @@ TEST(BlockScaledViewsTest, AsStridedGoesThroughTheInverse) {
   EXPECT_TRUE(IsValueError(AsStrided(t, L("(2,32):(64,1)"), 4 * 64).status()));
 }
 
-// --- Property tests over random tensors
-// -----------------------------------------
+// --- Property tests over random tensors --------------------------------------
 
 class RandomViewsTest : public ::testing::TestWithParam<bool> {};
 

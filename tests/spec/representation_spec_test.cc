@@ -121,7 +121,7 @@ TEST(ConventionalConstruction, NegativeStrideBelowZeroIsRejected) {
 }
 
 // --- Requirement: Tensor state is projected from one authoritative
-// representation ---
+//     representation
 
 TEST(ProjectedState, ReadConventionalTensorProperties) {
   auto carrier = Host(dtypes::Int16(), 100);
@@ -500,7 +500,6 @@ TEST(Rules, ObserveThePublicValidationProtocol) {
 }
 
 // --- Requirement: Tensor representations own carriers and track all versions
-// ---
 
 TEST(Ownership, KeepCarrierStorageAlive) {
   std::weak_ptr<Carrier> watch;
