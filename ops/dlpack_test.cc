@@ -18,18 +18,14 @@ namespace {
 
 using testing::Iota;
 using testing::L;
+using testing::RowMajorDecode;
 
 // Every logical value equal, coordinate by coordinate.
 void ExpectSameValues(const Tensor& a, const Tensor& b) {
   const std::vector<int64_t> shape = a.shape();
   ASSERT_EQ(b.shape(), shape);
-  std::vector<int64_t> c(shape.size(), 0);
   for (int64_t k = 0; k < a.size(); ++k) {
-    int64_t rest = k;
-    for (size_t j = shape.size(); j-- > 0;) {
-      c[j] = rest % shape[j];
-      rest /= shape[j];
-    }
+    const std::vector<int64_t> c = RowMajorDecode(k, shape);
     const IntTuple crd = c.size() == 1 ? IntTuple(c[0]) : IntTuple::Flat(c);
     ASSERT_EQ(GetItem(a, crd)->as_double(), GetItem(b, crd)->as_double());
   }

@@ -20,20 +20,24 @@ Layout L(absl::string_view text) {
   return layout.ok() ? *std::move(layout) : Layout();
 }
 
+std::vector<int64_t> RowMajorDecode(int64_t index,
+                                    const std::vector<int64_t>& extents) {
+  std::vector<int64_t> c(extents.size());
+  for (size_t k = extents.size(); k-- > 0;) {
+    c[k] = index % extents[k];
+    index /= extents[k];
+  }
+  return c;
+}
+
 Tensor Iota(absl::string_view layout, const SimpleDType* dtype, int64_t offset,
             double scale) {
   const Layout l = L(layout);
   auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
   Tensor t = *Tensor::Create(carrier, offset, l);
-  const std::vector<int64_t> shape = t.shape();
-  std::vector<int64_t> c(shape.size(), 0);
   for (int64_t k = 0; k < t.size(); ++k) {
-    int64_t rest = k;
-    for (size_t j = shape.size(); j-- > 0;) {
-      c[j] = rest % shape[j];
-      rest /= shape[j];
-    }
-    EXPECT_TRUE(SetItem(t, IntTuple::Flat(c), Scalar::Float(scale * k)).ok());
+    const IntTuple c = IntTuple::Flat(RowMajorDecode(k, t.shape()));
+    EXPECT_TRUE(SetItem(t, c, Scalar::Float(scale * k)).ok());
   }
   return t;
 }

@@ -3,6 +3,7 @@
 #define STRATA_TESTS_TEST_UTIL_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "core/tensor.h"
@@ -16,6 +17,11 @@ namespace testing {
 // The layout that `text` denotes ("(4,8):(8,1)", layout-cli.md). A text that
 // does not parse fails the calling test and gives the empty Layout().
 Layout L(absl::string_view text);
+
+// The coordinate of row-major (C order, last mode fastest) linear index
+// `index` in a box of `extents`: index = sum_k c_k * prod_{j>k} extents_j.
+std::vector<int64_t> RowMajorDecode(int64_t index,
+                                    const std::vector<int64_t>& extents);
 
 // A Tensor of `layout` at `offset` in a fresh host carrier of offset +
 // cosize(layout) values of `dtype`, whose logical element k in row-major order

@@ -22,6 +22,7 @@ namespace {
 using Coord = std::vector<int64_t>;
 
 using testing::L;
+using testing::RowMajorDecode;
 
 Tensor Plain(const std::string& layout, int64_t offset = 0) {
   const Layout l = L(layout);
@@ -105,15 +106,6 @@ void ExpectInvariant(const Tensor& source, const Tensor& view,
     ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)))
         << "view " << Describe(view) << " of " << Describe(source);
   });
-}
-
-Coord RowMajorDecode(int64_t index, const std::vector<int64_t>& extents) {
-  Coord c(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    c[k] = index % extents[k];
-    index /= extents[k];
-  }
-  return c;
 }
 
 int64_t RowMajorIndex(const Coord& c, const std::vector<int64_t>& extents) {
