@@ -50,11 +50,12 @@ class Carrier {
   void Release();
   bool released() const { return released_.load(std::memory_order_acquire); }
 
-  // NOTE [ Pinned storage ]: a consumer that holds a raw pointer into the
-  // storage (a DLPack export until its deleter runs) pins it, so that a
-  // Release() meanwhile cannot free memory the consumer still reads or writes:
-  // the carrier reads as released at once, and the storage is freed when the
-  // last pin is dropped. Each PinStorage() is matched by one UnpinStorage().
+  // NOTE [ Pinned storage ]
+  // A consumer that holds a raw pointer into the storage (a DLPack export
+  // until its deleter runs) pins it, so that a Release() meanwhile cannot free
+  // memory the consumer still reads or writes: the carrier reads as released
+  // at once, and the storage is freed when the last pin is dropped. Each
+  // PinStorage() is matched by one UnpinStorage().
   void PinStorage() { pins_.fetch_add(1, std::memory_order_acq_rel); }
   void UnpinStorage();
 
@@ -63,8 +64,9 @@ class Carrier {
   // The exact dynamic class, for the one-carrier-class rule.
   std::type_index type() const { return typeid(*this); }
 
-  // Host-addressable bytes of the values (packed, see dtype/packing.h), or
-  // nullptr when the class holds no data or the carrier was released.
+  // Host-addressable bytes of the values (NOTE [ Sub-byte storage ] in
+  // dtype/packing.h), or nullptr when the class holds no data or the carrier
+  // was released.
   const void* data() const { return released() ? nullptr : raw_data(); }
   void* mutable_data() { return released() ? nullptr : raw_data(); }
 
@@ -116,8 +118,8 @@ class HostCarrier final : public Carrier {
 
   void* data_;
   int64_t bytes_;
-  int64_t mapped_bytes_;  // > 0 when data_ was mmap'ed (NOTE [ Large host
-                          // carriers ]).
+  // > 0 when data_ was mmap'ed (NOTE [ Large host carriers ] in carrier.cc).
+  int64_t mapped_bytes_;
 };
 
 // Borrowed host memory plus a deleter that runs exactly once: at Release() or

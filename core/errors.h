@@ -6,11 +6,13 @@
 // names the kind, so callers can tell a TypeError from a ValueError although
 // both are kInvalidArgument.
 //
+// clang-format off
 //   kind (printed name)            status code          ErrorKind
 //   TypeError                      kInvalidArgument     kTypeError
 //   ValueError                     kInvalidArgument     kValueError
 //   OneSubtensorRequiredError      kFailedPrecondition  kOneSubtensorRequired
 //   ResourceExhaustedError         kResourceExhausted   kResourceExhausted
+// clang-format on
 //
 // ResourceExhaustedError: memory that cannot be allocated, or an input over a
 // documented limit (e.g. kMaxTextBytes in proto/codec.h). The message names

@@ -1,4 +1,6 @@
-// Mutation snapshots: the identity and version of each distinct carrier.
+// Mutation snapshots: the identity and version of each distinct carrier, which
+// tell whether its data changed since (NOTE [ Carrier ownership and aliasing ]
+// in carrier/carrier.h).
 #ifndef STRATA_CORE_MUTATION_SNAPSHOT_H_
 #define STRATA_CORE_MUTATION_SNAPSHOT_H_
 

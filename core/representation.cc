@@ -28,10 +28,12 @@ std::string ClassText(const Carrier& carrier) {
   return absl::StrCat(carrier.class_name(), " (", typeid(carrier).name(), ")");
 }
 
-// NOTE [ Placement bounds ]: L_i reaches carrier indices
-// [offset + min_index(L_i), offset + cosize(L_i) - 1], computed in O(1) from
-// the bounds Layout caches (NOTE [ Layout bounds ]); an empty placement reaches
-// none, and its offset + cosize (= offset) must still not exceed the size.
+// NOTE [ Placement bounds ]
+// L_i reaches the carrier indices
+//   [offset + min_index(L_i), offset + cosize(L_i) - 1],
+// computed in O(1) from the bounds Layout caches (NOTE [ Layout bounds ] in
+// layout/layout.cc); an empty placement reaches none, and its offset + cosize
+// (= offset) must still not exceed the carrier size.
 absl::Status CheckPlacementFits(int i, const Carrier& carrier, int64_t offset,
                                 const Layout& placement) {
   if (offset < 0) {

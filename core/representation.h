@@ -3,11 +3,13 @@
 // A representation is one logical dtype, an ordered non-empty sequence of
 // carrier-backed subtensors (levels) and the ordered adjacent layouts between
 // consecutive levels:
-//   level i:   placement L_i maps a level-i logical coordinate to carrier index
-//              offset_i + L_i(c) of subtensor i's carrier;
-//   S_i:       maps the same coordinate to a linear index decoded as a logical
-//   coordinate
-//              in shape(L_(i+1)).
+//
+// clang-format off
+//   level i:  placement L_i maps a level-i logical coordinate c to carrier
+//             index offset_i + L_i(c) of subtensor i's carrier;
+//   S_i:      maps the same coordinate to a linear index, decoded as a logical
+//             coordinate in shape(L_(i+1)).
+// clang-format on
 //
 // Representation::Create is the only way to build one, and its Bazel target is
 // visible to Strata's own packages only: the public constructor of
@@ -56,24 +58,28 @@ class Representation {
  public:
   // Validates and builds a representation, stopping at the first failure, in
   // order:
+  //
+  // clang-format off
   //  1. storage schema: the logical dtype provides one (ValueError: a category
-  //  has
-  //     none); exactly n subtensors and n - 1 adjacent layouts (ValueError
-  //     naming the expected count); subtensor i's storage dtype is identical to
-  //     D_i (ValueError naming position i and both dtypes);
-  //  2. universal validation of every subtensor i: a carrier (TypeError: not a
-  //     Carrier); a placement Layout (TypeError: not a Layout); the exact
+  //     has none); exactly n subtensors and n - 1 adjacent layouts (ValueError
+  //     naming the expected count); subtensor i's storage dtype is identical
+  //     to D_i (ValueError naming position i and both dtypes);
+  //  2. universal validation of every subtensor i: a carrier (TypeError: not
+  //     a Carrier); a placement Layout (TypeError: not a Layout); the exact
   //     carrier class of subtensor 0 (TypeError naming both positions and
   //     classes); carrier dtype identical to the storage dtype (ValueError);
   //     offset >= 0, carrier size >= 0, offset + cosize(L_i) <= carrier size
   //     and offset + min_index(L_i) >= 0 (ValueError naming the bound and the
-  //     values);
-  //  3. adjacent level i: S_i is a Layout (TypeError); shape(S_i) == shape(L_i)
-  //     (ValueError naming the required shape); every index S_i reaches lies in
-  //     [0, size(L_(i+1))) (ValueError naming the reached index and the size);
+  //     values; NOTE [ Placement bounds ] in representation.cc);
+  //  3. adjacent level i: S_i is a Layout (TypeError); shape(S_i) ==
+  //     shape(L_i) (ValueError naming the required shape); every index S_i
+  //     reaches lies in [0, size(L_(i+1))) (ValueError naming the reached
+  //     index and the size);
   //  4. the logical dtype's rules, in order, each given the same frozen
-  //  context; the
-  //     first error is returned unchanged and later rules do not run.
+  //     context; the first error is returned unchanged and later rules do
+  //     not run.
+  // clang-format on
+  //
   // Every check costs O(rank): bounds come from shapes and strides
   // analytically. A failure has no effect: no carrier is mutated, released or
   // retained.
@@ -107,8 +113,8 @@ class Representation {
   };
 
  public:
-  explicit Representation(PrivateTag) {
-  }  // For make_shared inside the factories.
+  // For make_shared inside the factories.
+  explicit Representation(PrivateTag) {}
 
  private:
   const DType* logical_dtype_ = nullptr;

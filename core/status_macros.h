@@ -1,7 +1,9 @@
 // Strata's one propagation idiom (after TensorStore's util/status.h):
 //
+// clang-format off
 //   STRATA_RETURN_IF_ERROR(expr);            // expr is an absl::Status
 //   STRATA_ASSIGN_OR_RETURN(lhs, expr);      // expr is an absl::StatusOr<T>
+// clang-format on
 //
 // Both return the failing status from the enclosing function unchanged.
 #ifndef STRATA_CORE_STATUS_MACROS_H_

@@ -7,6 +7,7 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
@@ -37,7 +38,7 @@ class Context final : public RepresentationValidationContext {
   std::vector<IntTuple> shapes_;
 };
 
-Layout L(const std::string& s) { return *ParseLayout(s); }
+using testing::L;
 
 absl::Status Check(const std::string& l0, const std::string& s0) {
   const BlockScaleRule rule(32);

@@ -11,8 +11,8 @@
 namespace strata {
 namespace {
 
-// See NOTE [ DType identity and lifetime ]: descriptors are interned for the
-// process.
+// Descriptors are interned for the process
+// (NOTE [ DType identity and lifetime ] in dtype.h).
 template <typename T>
 const T* Intern(std::unique_ptr<T> dtype) {
   static std::mutex* mu = new std::mutex;

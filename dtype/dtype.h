@@ -82,8 +82,8 @@ class SimpleDType final : public DType {
 
   // A new, unregistered descriptor. Errors (ValueError): empty name, a width
   // other than 1, 2, 4, 8, 16, ..., 64 bits, exponent/mantissa bits that do
-  // not fit. (Kernels handle only the built-in descriptors: NOTE [ One dtype
-  // switch ].)
+  // not fit. (Kernels handle only the built-in descriptors:
+  // NOTE [ One dtype switch ].)
   static absl::StatusOr<const SimpleDType*> Create(Spec spec);
 
   int bits() const { return spec_.bits; }

@@ -1,9 +1,12 @@
-// Storage of values as bytes, in one place (NOTE [ Sub-byte storage ]).
+// Storage of values as bytes, in one place.
 //
-// A carrier's size always counts values. Values narrower than a byte are packed
-// into bytes, the first value in the low bits: for float4_e2m1fn, value 2k is
-// the low nibble and value 2k+1 the high nibble of byte k. Every sub-byte read,
-// write and size computation goes through these functions.
+// NOTE [ Sub-byte storage ]
+// A carrier's size always counts values, never bytes. Values narrower than a
+// byte are packed into bytes, the first value in the low bits: for
+// float4_e2m1fn, value 2k is the low nibble and value 2k+1 the high nibble of
+// byte k. Every sub-byte read, write and size computation goes through the
+// functions of this header, as CuTe's recast_layout keeps bits-to-bytes in one
+// place.
 #ifndef STRATA_DTYPE_PACKING_H_
 #define STRATA_DTYPE_PACKING_H_
 

@@ -55,7 +55,8 @@ STRATA_SIMPLE_DTYPE(Float4E2M1FN,
                     {"float4_e2m1fn", 4, NC::kFloating, true, 2, 1})
 #undef STRATA_SIMPLE_DTYPE
 
-// NOTE [ The block-scaling rule ] (block_scale_rule.h).
+// The OCP MX and NVFP4 formats, each with its block-scaling rule
+// (NOTE [ The block-scaling rule ] in block_scale_rule.h).
 const CompoundDType* MXFP8E4M3() {
   static const CompoundDType* dtype =
       *CompoundDType::Create("mxfp8_e4m3", {Float8E4M3FN(), Float8E8M0FNU()},

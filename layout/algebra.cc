@@ -316,6 +316,27 @@ absl::Status RequireTilerFits(const Layout& a, absl::Span<const Layout> tiler,
   return absl::OkStatus();
 }
 
+using BinaryLayoutOp = absl::StatusOr<Layout> (*)(const Layout&, const Layout&);
+
+// The by-mode form of `op`: R_i = op(A_i, tiler_i) for i < tiler.size(), R_i =
+// A_i beyond; a leaf A with one tiler gives op(A, tiler_0). Errors: a tiler
+// longer than rank(A) (naming `operation`), and those of op.
+absl::StatusOr<Layout> ByMode(const Layout& a, absl::Span<const Layout> tiler,
+                              BinaryLayoutOp op, absl::string_view operation) {
+  STRATA_RETURN_IF_ERROR(RequireTilerFits(a, tiler, operation));
+  if (a.shape().is_leaf() && tiler.size() == 1) return op(a, tiler[0]);
+  absl::InlinedVector<Layout, 4> modes;
+  for (int i = 0; i < a.rank(); ++i) {
+    if (i < static_cast<int>(tiler.size())) {
+      STRATA_ASSIGN_OR_RETURN(Layout m, op(a.mode(i), tiler[i]));
+      modes.push_back(std::move(m));
+    } else {
+      modes.push_back(a.mode(i));
+    }
+  }
+  return MakeLayout(modes);
+}
+
 // Splits a by-mode logical divide ((t_0,r_0),..,(t_k,r_k),a_..) into tiles and
 // rests.
 absl::Status UnzipDivide(const Layout& a, absl::Span<const Layout> tiler,
@@ -459,18 +480,7 @@ absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b) {
 
 absl::StatusOr<Layout> Composition(const Layout& a,
                                    absl::Span<const Layout> tiler) {
-  STRATA_RETURN_IF_ERROR(RequireTilerFits(a, tiler, "composition"));
-  if (a.shape().is_leaf() && tiler.size() == 1) return Composition(a, tiler[0]);
-  absl::InlinedVector<Layout, 4> modes;
-  for (int i = 0; i < a.rank(); ++i) {
-    if (i < static_cast<int>(tiler.size())) {
-      STRATA_ASSIGN_OR_RETURN(Layout m, Composition(a.mode(i), tiler[i]));
-      modes.push_back(std::move(m));
-    } else {
-      modes.push_back(a.mode(i));
-    }
-  }
-  return MakeLayout(modes);
+  return ByMode(a, tiler, Composition, "composition");
 }
 
 absl::StatusOr<Layout> Complement(const Layout& layout, int64_t cotarget) {
@@ -590,20 +600,7 @@ absl::StatusOr<Layout> LogicalDivide(const Layout& a, const Layout& b) {
 
 absl::StatusOr<Layout> LogicalDivide(const Layout& a,
                                      absl::Span<const Layout> tiler) {
-  STRATA_RETURN_IF_ERROR(RequireTilerFits(a, tiler, "logical_divide"));
-  if (a.shape().is_leaf() && tiler.size() == 1) {
-    return LogicalDivide(a, tiler[0]);
-  }
-  absl::InlinedVector<Layout, 4> modes;
-  for (int i = 0; i < a.rank(); ++i) {
-    if (i < static_cast<int>(tiler.size())) {
-      STRATA_ASSIGN_OR_RETURN(Layout m, LogicalDivide(a.mode(i), tiler[i]));
-      modes.push_back(std::move(m));
-    } else {
-      modes.push_back(a.mode(i));
-    }
-  }
-  return MakeLayout(modes);
+  return ByMode(a, tiler, LogicalDivide, "logical_divide");
 }
 
 absl::StatusOr<Layout> ZippedDivide(const Layout& a, const Layout& b) {

@@ -22,8 +22,9 @@ namespace strata {
 // (shape(m_0),...,shape(m_k)). Errors: ValueError on overflow.
 absl::StatusOr<Layout> MakeLayout(absl::Span<const Layout> modes);
 
-// @post size(R) == size(L), depth(R) <= 1, R(i) == L(i) for all 0 <= i <
-// size(L). Modes of extent 1 are dropped; neighbours with d_{k+1} == s_k * d_k
+// @post size(R) == size(L), depth(R) <= 1, and
+//       R(i) == L(i) for all 0 <= i < size(L).
+// Modes of extent 1 are dropped; neighbours with d_{k+1} == s_k * d_k
 // merge. A layout of one element coalesces to 1:0. Any layout is admissible (an
 // empty one gives 0:0).
 Layout Coalesce(const Layout& layout);
@@ -59,10 +60,11 @@ absl::StatusOr<Layout> Composition(const Layout& a, const Layout& b);
 // result shape: for every operand A_j and coordinate c of B,
 //   A_j(start + B(c)) == bases[j] + results[j](c),
 // and all results[j] have the same shape (the operands are coalesced jointly).
-// Views use it to move a placement and its adjacent layout alike (NOTE [
-// Composition distributes over B's modes ] in algebra.cc). Errors (ValueError):
-// operands of different shapes, a negative start, inadmissible operands, or a
-// start whose digits carry (the shifted image is not a layout), overflow.
+// Views use it to move a placement and its adjacent layout alike
+// (NOTE [ Composition distributes over B's modes ] in algebra.cc).
+// Errors (ValueError): operands of different shapes, a negative start,
+// inadmissible operands, or a start whose digits carry (the shifted image is
+// not a layout), overflow.
 struct JointComposition {
   std::vector<Layout> results;
   std::vector<int64_t> bases;
@@ -76,18 +78,19 @@ absl::StatusOr<Layout> Composition(const Layout& a,
                                    absl::Span<const Layout> tiler);
 
 // The complement of L with respect to cotarget N.
-// @post R is injective with non-negative, ascending strides; R(i) != L(j)
-// unless both are 0;
-//       when L is injective with cosize(L) <= N, the image of (L, R) covers [0,
-//       N).
+// @post R is injective with non-negative, ascending strides;
+//       R(i) != L(j) unless both are 0;
+//       when L is injective with cosize(L) <= N, the image of (L, R) covers
+//       [0, N).
 // Admissible when every stride of L (ignoring modes of extent 1 or stride 0),
 // taken in ascending order, is a multiple of the span s_k*d_k of the previous
 // one. Errors (ValueError): inadmissible L, a negative stride, N < 1, overflow.
 absl::StatusOr<Layout> Complement(const Layout& layout, int64_t cotarget);
 
-// @post L(R(i)) == i for all 0 <= i < size(R), and size(R) is the largest such
-// prefix CuTe's construction reaches (1:0 when only index 0 qualifies). Modes
-// with negative strides never extend the chain. Errors: overflow.
+// @post L(R(i)) == i for all 0 <= i < size(R), and size(R) is the largest
+//       such prefix CuTe's construction reaches (1:0 when only index 0
+//       qualifies).
+// Modes with negative strides never extend the chain. Errors: overflow.
 absl::StatusOr<Layout> RightInverse(const Layout& layout);
 
 // CuTe's quasi-inverse: stride-0 modes are skipped (their coordinate is taken
@@ -100,8 +103,8 @@ absl::StatusOr<Layout> RightInverse(const Layout& layout);
 absl::StatusOr<Layout> LeftInverse(const Layout& layout);
 
 // logical_divide(A, B) = A o (B, complement(B, size(A))).
-// @post R is (tile, rest) with R(i) == A(T(i)) for T = (B, complement(B,
-// size(A))).
+// @post R is (tile, rest) with R(i) == A(T(i))
+//       for T = (B, complement(B, size(A))).
 absl::StatusOr<Layout> LogicalDivide(const Layout& a, const Layout& b);
 // By mode: R_i = logical_divide(A_i, tiler_i), further modes of A unchanged.
 absl::StatusOr<Layout> LogicalDivide(const Layout& a,
@@ -123,10 +126,12 @@ absl::StatusOr<Layout> LogicalProduct(const Layout& a, const Layout& b);
 
 // With R = max(rank(A), rank(B)), both padded to rank R with 1:0 modes and
 // P = logical_product(A, B) = (A, C):
-//   blocked_product = ((A_0, C_0), .., (A_{R-1}, C_{R-1}))   A's block varies
-//   fastest; raked_product   = ((C_0, A_0), .., (C_{R-1}, A_{R-1}))   B's tiles
-//   interleave.
-// For R == 1 the single mode is (A, C), resp. (C, A).
+// clang-format off
+//   blocked_product = ((A_0, C_0), .., (A_{R-1}, C_{R-1}))
+//   raked_product   = ((C_0, A_0), .., (C_{R-1}, A_{R-1}))
+// clang-format on
+// In the blocked product A's block varies fastest; in the raked one B's tiles
+// interleave. For R == 1 the single mode is (A, C), resp. (C, A).
 absl::StatusOr<Layout> BlockedProduct(const Layout& a, const Layout& b);
 absl::StatusOr<Layout> RakedProduct(const Layout& a, const Layout& b);
 

@@ -8,17 +8,14 @@
 #include "core/errors.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
 using testing::RandomLayouts;
 
-Layout L(const std::string& text) {
-  auto layout = ParseLayout(text);
-  EXPECT_TRUE(layout.ok()) << text << ": " << layout.status();
-  return layout.ok() ? *layout : Layout();
-}
+using testing::L;
 
 // A's function extended beyond size(A) along its last leaf, as composition
 // defines it.

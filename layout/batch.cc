@@ -20,14 +20,6 @@ namespace {
 
 using Args = std::vector<absl::string_view>;
 
-absl::StatusOr<int64_t> ParseInteger(absl::string_view text) {
-  STRATA_ASSIGN_OR_RETURN(IntTuple value, ParseIntTuple(text));
-  if (!value.is_leaf()) {
-    return TypeErrorCat("\"", text, "\" is not an integer");
-  }
-  return value.value();
-}
-
 absl::StatusOr<std::string> LayoutAnswer(absl::StatusOr<Layout> layout) {
   if (!layout.ok()) return layout.status();
   return layout->ToString();
@@ -78,7 +70,7 @@ const std::vector<Request>& Requests() {
       {"idx2crd", 2,
        [](const Args& a) -> absl::StatusOr<std::string> {
          STRATA_ASSIGN_OR_RETURN(IntTuple shape, ParseIntTuple(a[0]));
-         STRATA_ASSIGN_OR_RETURN(int64_t index, ParseInteger(a[1]));
+         STRATA_ASSIGN_OR_RETURN(int64_t index, ParseInt64(a[1]));
          STRATA_ASSIGN_OR_RETURN(IntTuple crd, Idx2Crd(index, shape));
          return crd.ToString();
        }},
@@ -91,7 +83,7 @@ const std::vector<Request>& Requests() {
       {"complement", 2,
        [](const Args& a) -> absl::StatusOr<std::string> {
          STRATA_ASSIGN_OR_RETURN(Layout l, ParseLayout(a[0]));
-         STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInteger(a[1]));
+         STRATA_ASSIGN_OR_RETURN(int64_t n, ParseInt64(a[1]));
          return LayoutAnswer(Complement(l, n));
        }},
       {"right_inverse", 1,

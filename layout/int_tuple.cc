@@ -282,4 +282,16 @@ absl::StatusOr<IntTuple> ParseIntTuple(absl::string_view text) {
   return IntTupleParser(text).ParseAll();
 }
 
+absl::StatusOr<int64_t> ParseInt64(absl::string_view text,
+                                   absl::string_view what) {
+  absl::StatusOr<IntTuple> value = ParseIntTuple(text);
+  if (value.ok() && !value->is_leaf()) {
+    value = TypeErrorCat("\"", text, "\" is not an integer");
+  }
+  if (!value.ok()) {
+    return what.empty() ? value.status() : WithContext(value.status(), what);
+  }
+  return value->value();
+}
+
 }  // namespace strata

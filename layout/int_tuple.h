@@ -3,11 +3,14 @@
 // Shapes, strides and coordinates of layouts are IntTuples. The tree is stored
 // flat, in preorder, so that a tuple of up to 8 leaves (and up to 16 nodes)
 // lives inline without a heap allocation:
+// clang-format off
 //   tokens_  one entry per node: kLeafToken for an integer, else the node's
-//   child count; leaves_  the integers, in order (colexicographic leaf order is
-//   this order).
-// For example (4,(2,2)) has tokens [2, leaf, 2, leaf, leaf] and leaves [4, 2,
-// 2].
+//            child count;
+//   leaves_  the integers, in order (colexicographic leaf order is this
+//            order).
+// clang-format on
+// For example (4,(2,2)) has tokens [2, leaf, 2, leaf, leaf] and leaves
+// [4, 2, 2].
 //
 // An IntTuple is a plain value: copies are deep, comparison is structural.
 #ifndef STRATA_LAYOUT_INT_TUPLE_H_
@@ -132,6 +135,13 @@ class IntTupleBuilder {
 // nesting deeper than kMaxIntTupleDepth.
 inline constexpr int kMaxIntTupleDepth = 1024;
 absl::StatusOr<IntTuple> ParseIntTuple(absl::string_view text);
+
+// Parses one integer argument ("-1") in the same notation. `what` names the
+// argument ("slice STEP"); when it is not empty, every message starts with
+// "<what>: ". Errors: those of ParseIntTuple; TypeError quoting the text when
+// it is a tuple ("\"(1)\" is not an integer").
+absl::StatusOr<int64_t> ParseInt64(absl::string_view text,
+                                   absl::string_view what = {});
 
 }  // namespace strata
 

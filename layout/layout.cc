@@ -25,9 +25,10 @@ absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
                            " is negative");
     }
   }
-  // NOTE [ Layout bounds ]: the bounds are checked over the leaves of positive
-  // extent even when another leaf is 0, so that every mode of an empty layout
-  // (Layout::mode, TopLevelModes) is itself a valid layout.
+  // NOTE [ Layout bounds ]
+  // The bounds are checked over the leaves of positive extent even when
+  // another leaf is 0, so that every mode of an empty layout (Layout::mode,
+  // TopLevelModes) is itself a valid layout.
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;

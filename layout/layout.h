@@ -2,13 +2,14 @@
 // coordinates to integer indices.
 //
 // For L = S:D with leaves (s_0..s_{n-1}) and (d_0..d_{n-1}):
+// clang-format off
 //   size(L)      = s_0 * ... * s_{n-1}
-//   L(c)         = sum_k c_k * d_k for the natural (leaf-level) coordinate c; a
-//   linear
-//                  coordinate i is first decoded colexicographically (first
-//                  leaf fastest)
+//   L(c)         = sum_k c_k * d_k for the natural (leaf-level) coordinate c;
+//                  a linear coordinate i is first decoded colexicographically
+//                  (first leaf fastest)
 //   cosize(L)    = max_c L(c) + 1, and 0 when size(L) == 0
 //   min_index(L) = min_c L(c) (negative only with negative strides)
+// clang-format on
 //
 // Invariant (NOTE [ Layout bounds ]): Layout::Create admits only layouts whose
 // size, every reachable index and cosize fit in int64_t, so that size(),

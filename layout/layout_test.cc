@@ -5,15 +5,12 @@
 
 #include "core/errors.h"
 #include "gtest/gtest.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
-Layout L(const std::string& text) {
-  auto layout = ParseLayout(text);
-  EXPECT_TRUE(layout.ok()) << text << ": " << layout.status();
-  return layout.ok() ? *layout : Layout();
-}
+using testing::L;
 
 TEST(LayoutTest, SizeCosizeRankDepth) {
   const Layout l = L("((2,2),4):((1,4),2)");

@@ -228,8 +228,7 @@ absl::StatusOr<Variable> Cast(const Variable& a, const SimpleDType& dtype) {
                 });
 }
 
-// --- Views
-// ------------------------------------------------------------------------
+// --- Views -------------------------------------------------------------------
 
 namespace {
 
@@ -374,8 +373,7 @@ absl::StatusOr<Variable> AsStrided(const Variable& a, const Layout& layout,
       });
 }
 
-// --- Backward
-// ----------------------------------------------------------------------
+// --- Backward ----------------------------------------------------------------
 
 absl::Status Backward(const Variable& loss) {
   const std::shared_ptr<Node>& root = loss.node();
@@ -403,7 +401,9 @@ absl::Status Backward(const Variable& loss) {
       stack.pop_back();
     }
   }
-  // Every check before any computation.
+  // Every check before any computation. A saved carrier still at its saved
+  // version holds the values forward saw
+  // (NOTE [ Carrier ownership and aliasing ] in carrier/carrier.h).
   for (Node* node : order) {
     STRATA_RETURN_IF_ERROR(RequireKernelTensor(
         node->value, absl::StrCat("Backward (", node->op, ")")));

@@ -13,10 +13,13 @@
 #include "dtype/scalar_type.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
+#include "ops/internal/checks.h"
 #include "ops/internal/require.h"
 
 namespace strata {
 
+using ops_internal::EmptyTensors;
+using ops_internal::RequireHostData;
 using ops_internal::RequireKernelTensor;
 namespace {
 
@@ -28,16 +31,16 @@ struct ExportContext {
   DLManagedTensor managed;
 };
 
-// NOTE [ Pinned storage ] (carrier.h): the export pins the storage until the
-// consumer's deleter runs, so a Release() meanwhile cannot free what the
-// consumer still addresses.
+// The export pins the storage until the consumer's deleter runs, so a
+// Release() meanwhile cannot free what the consumer still addresses
+// (NOTE [ Pinned storage ] in carrier/carrier.h).
 void DeleteExport(DLManagedTensor* managed) {
   auto* context = static_cast<ExportContext*>(managed->manager_ctx);
   context->carrier->UnpinStorage();
   delete context;
 }
 
-// NOTE [ One dtype switch ]: the DLPack 0.6 code of each built-in dtype.
+// The DLPack 0.6 code of each built-in dtype (NOTE [ One dtype switch ]).
 absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
   STRATA_ASSIGN_OR_RETURN(const ScalarType type,
                           RequireScalarType(d, "ToDLPack"));
@@ -96,10 +99,8 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(tensor, "ToDLPack"));
   const SimpleDType& d = *tensor.dtype().AsSimple();
   STRATA_ASSIGN_OR_RETURN(DLDataType type, DataTypeOf(d));
-  if (tensor.carrier()->data() == nullptr) {
-    return ValueErrorCat("ToDLPack: the ", tensor.carrier()->class_name(),
-                         " carrier holds no host data");
-  }
+  STRATA_RETURN_IF_ERROR(
+      RequireHostData(tensor, "ToDLPack", EmptyTensors::kNeedHostData));
   auto context = std::make_unique<ExportContext>();
   const Layout& layout = tensor.layout();
   const IntTuple::Elements elements = layout.shape().TopElements();

@@ -11,35 +11,22 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
 
-Layout L(const char* s) { return *ParseLayout(s); }
-
-Tensor Iota(const SimpleDType* dtype, const char* layout, int64_t offset = 0) {
-  const Layout l = L(layout);
-  auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
-  for (int64_t i = 0; i < carrier->size(); ++i) {
-    const Tensor flat =
-        *Tensor::Create(carrier, 0, *Layout::Create(carrier->size(), 1));
-    EXPECT_TRUE(SetItem(flat, i, Scalar::Int(i % 100)).ok());
-  }
-  return *Tensor::Create(carrier, offset, l);
-}
+using testing::Iota;
+using testing::L;
+using testing::RowMajorDecode;
 
 // Every logical value equal, coordinate by coordinate.
 void ExpectSameValues(const Tensor& a, const Tensor& b) {
   const std::vector<int64_t> shape = a.shape();
   ASSERT_EQ(b.shape(), shape);
-  std::vector<int64_t> c(shape.size(), 0);
   for (int64_t k = 0; k < a.size(); ++k) {
-    int64_t rest = k;
-    for (size_t j = shape.size(); j-- > 0;) {
-      c[j] = rest % shape[j];
-      rest /= shape[j];
-    }
+    const std::vector<int64_t> c = RowMajorDecode(k, shape);
     const IntTuple crd = c.size() == 1 ? IntTuple(c[0]) : IntTuple::Flat(c);
     ASSERT_EQ(GetItem(a, crd)->as_double(), GetItem(b, crd)->as_double());
   }
@@ -50,7 +37,7 @@ TEST(DLPackTest, RoundTripsEveryExportableDtype) {
        {dtypes::Bool(), dtypes::Int8(), dtypes::Int16(), dtypes::Int32(),
         dtypes::Int64(), dtypes::UInt8(), dtypes::Float16(), dtypes::BFloat16(),
         dtypes::Float32(), dtypes::Float64()}) {
-    const Tensor t = Iota(d, "(3,4):(4,1)");
+    const Tensor t = Iota("(3,4):(4,1)", d);
     auto managed = ToDLPack(t);
     ASSERT_TRUE(managed.ok()) << d->name() << ": " << managed.status();
     EXPECT_EQ((*managed)->dl_tensor.dtype.bits, d->bits());
@@ -67,7 +54,7 @@ TEST(DLPackTest, RoundTripsEveryExportableDtype) {
 }
 
 TEST(DLPackTest, StridesOffsetsAndDataPointer) {
-  const Tensor t = Iota(dtypes::Float32(), "(4,6):(6,1)", 5);
+  const Tensor t = Iota("(4,6):(6,1)", dtypes::Float32(), 5);
   const Tensor view = *Slice(*Permute(t, {1, 0}), 0, 1, 6, 2);  // (3,4):(2,6)@6
   auto managed = ToDLPack(view);
   ASSERT_TRUE(managed.ok()) << managed.status();
@@ -92,12 +79,12 @@ TEST(DLPackTest, StridesOffsetsAndDataPointer) {
 }
 
 TEST(DLPackTest, HierarchicalModesExportWhenTheyCoalesce) {
-  const Tensor t = Iota(dtypes::Int32(), "((2,3),4):((1,2),6)");
+  const Tensor t = Iota("((2,3),4):((1,2),6)", dtypes::Int32());
   auto ok = ToDLPack(t);
   ASSERT_TRUE(ok.ok()) << ok.status();
   EXPECT_EQ((*ok)->dl_tensor.shape[0], 6);
   (*ok)->deleter(*ok);
-  const Tensor bad = Iota(dtypes::Int32(), "((2,3),4):((12,1),3)");
+  const Tensor bad = Iota("((2,3),4):((12,1),3)", dtypes::Int32());
   auto refused = ToDLPack(bad);
   EXPECT_TRUE(IsValueError(refused.status()));
   EXPECT_NE(refused.status().message().find("does not coalesce"),
@@ -106,9 +93,9 @@ TEST(DLPackTest, HierarchicalModesExportWhenTheyCoalesce) {
 
 TEST(DLPackTest, RefusalsHaveNoEffect) {
   EXPECT_TRUE(
-      IsValueError(ToDLPack(Iota(dtypes::Float4E2M1FN(), "8:1")).status()));
+      IsValueError(ToDLPack(Iota("8:1", dtypes::Float4E2M1FN())).status()));
   EXPECT_TRUE(
-      IsValueError(ToDLPack(Iota(dtypes::Float8E4M3FN(), "8:1")).status()));
+      IsValueError(ToDLPack(Iota("8:1", dtypes::Float8E4M3FN())).status()));
   const Tensor recorded = *Tensor::Create(
       RecordedCarrier::Create(*dtypes::Float32(), 8), 0, L("8:1"));
   EXPECT_TRUE(IsValueError(ToDLPack(recorded).status()));
@@ -128,7 +115,7 @@ TEST(DLPackTest, TheManagedTensorKeepsTheCarrierAliveUntilItsDeleter) {
   std::weak_ptr<Carrier> watch;
   DLManagedTensor* managed = nullptr;
   {
-    const Tensor t = Iota(dtypes::Float64(), "8:1");
+    const Tensor t = Iota("8:1", dtypes::Float64());
     watch = t.carrier();
     managed = *ToDLPack(t);
   }

@@ -6,17 +6,19 @@
 // kernel), then a built-in simple dtype (TypeError for a descriptor a user
 // created: NOTE [ One dtype switch ] in dtype/scalar_type.h), then checks its
 // arguments, then runs. A failure has no effect. A mutation bumps the version
-// of the carrier it writes exactly once per call. Results of non-`Out` forms
-// live in fresh, compact row-major host carriers.
+// of the carrier it writes exactly once per call
+// (NOTE [ Carrier ownership and aliasing ] in carrier/carrier.h). Results of
+// non-`Out` forms live in fresh, compact row-major host carriers.
 //
 // Shapes are the top-level extents of L_0; broadcasting follows NumPy
 // (trailing modes align, extent 1 stretches). Writing through a layout that
 // maps two coordinates to one carrier value (a broadcast view, say) is a
 // ValueError, as in PyTorch; so is a write whose layout cannot be proven to
-// reach each value once within a fixed budget (NOTE [ Proving a write
-// injective ] in ops/internal/checks.cc), and so is a walk over a top-level
-// mode that does not coalesce to one stride and has more coordinates than both
-// 2^24 and the carrier's size (its offset table would outgrow the data).
+// reach each value once within a fixed budget
+// (NOTE [ Proving a write injective ] in ops/internal/checks.cc), and so is a
+// walk over a top-level mode that does not coalesce to one stride and has more
+// coordinates than both 2^24 and the carrier's size (its offset table would
+// outgrow the data; NOTE [ Offset-table budget ] in ops/internal/checks.cc).
 //
 // Type promotion (PromoteTypes), as PyTorch's for these dtypes:
 // clang-format off

@@ -14,31 +14,14 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
 
-Layout L(const std::string& s) { return *ParseLayout(s); }
-
-// A float32 Tensor whose logical element k (row-major) holds value(k).
-Tensor Iota(const std::string& layout, double scale = 1.0, int64_t offset = 0,
-            const SimpleDType* dtype = dtypes::Float32()) {
-  const Layout l = L(layout);
-  auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
-  Tensor t = *Tensor::Create(carrier, offset, l);
-  const std::vector<int64_t> shape = t.shape();
-  std::vector<int64_t> c(shape.size(), 0);
-  for (int64_t k = 0; k < t.size(); ++k) {
-    int64_t rest = k;
-    for (size_t j = shape.size(); j-- > 0;) {
-      c[j] = rest % shape[j];
-      rest /= shape[j];
-    }
-    EXPECT_TRUE(SetItem(t, IntTuple::Flat(c), Scalar::Float(scale * k)).ok());
-  }
-  return t;
-}
+using testing::Iota;
+using testing::L;
 
 double At(const Tensor& t, std::vector<int64_t> c) {
   auto v = GetItem(t, c.size() == 1 && t.layout().shape().is_leaf()
@@ -65,9 +48,9 @@ TEST(OpsTest, GetAndSetItem) {
   EXPECT_TRUE(
       IsValueError(SetItem(t, IntTuple::Tuple({0, 4}), Scalar::Int(1))));
   EXPECT_EQ(t.carrier()->version(), v + 1) << "a failed SetItem bumps nothing";
-  Tensor b = Iota("4:1", 1.0, 0, dtypes::Bool());
+  Tensor b = Iota("4:1", dtypes::Bool());
   EXPECT_TRUE(GetItem(b, 0)->is_bool());
-  Tensor i = Iota("4:1", 1.0, 0, dtypes::Int16());
+  Tensor i = Iota("4:1", dtypes::Int16());
   EXPECT_EQ(GetItem(i, 3)->as_int(), 3);
 }
 
@@ -87,8 +70,9 @@ TEST(OpsTest, FillBumpsTheVersionOnceAndRefusesBroadcastViews) {
 }
 
 TEST(OpsTest, CopyFromBroadcastsAndConverts) {
-  Tensor dst = Iota("(2,3):(3,1)", 0, 0, dtypes::Int32());
-  Tensor row = Iota("3:1", 1.5);  // 0, 1.5, 3.0 as float32.
+  Tensor dst = Iota("(2,3):(3,1)", dtypes::Int32(), 0, 0);
+  Tensor row =
+      Iota("3:1", dtypes::Float32(), 0, 1.5);  // 0, 1.5, 3.0 as float32.
   const uint64_t v = dst.carrier()->version();
   ASSERT_TRUE(CopyFrom(dst, row).ok());
   EXPECT_EQ(dst.carrier()->version(), v + 1);
@@ -117,8 +101,8 @@ TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {
 }
 
 TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
-  Tensor a = Iota("(2,3):(3,1)");                   // float32
-  Tensor b = Iota("3:1", 1.0, 0, dtypes::Int64());  // int64
+  Tensor a = Iota("(2,3):(3,1)");           // float32
+  Tensor b = Iota("3:1", dtypes::Int64());  // int64
   auto sum = Add(a, b);
   ASSERT_TRUE(sum.ok()) << sum.status();
   EXPECT_EQ(&sum->dtype(), dtypes::Float32());
@@ -126,8 +110,8 @@ TEST(OpsTest, ArithmeticBroadcastsAndPromotes) {
   EXPECT_EQ(At(*sum, {1, 2}), 5 + 2);
   EXPECT_EQ(At(*Sub(a, b), {1, 2}), 3);
   EXPECT_EQ(At(*Mul(a, b), {1, 2}), 10);
-  auto q = Div(Iota("3:1", 1.0, 0, dtypes::Int32()),
-               Iota("3:1", 2.0, 0, dtypes::Int32()));
+  auto q =
+      Div(Iota("3:1", dtypes::Int32()), Iota("3:1", dtypes::Int32(), 0, 2.0));
   ASSERT_TRUE(q.ok());
   EXPECT_EQ(&q->dtype(), dtypes::Float32())
       << "integer division is true division";
@@ -162,11 +146,11 @@ TEST(OpsTest, PromotionTable) {
 }
 
 TEST(OpsTest, IntegerArithmeticWrapsAndHalfFloatsRound) {
-  Tensor a = Iota("2:1", 100.0, 0, dtypes::Int8());  // 0, 100
+  Tensor a = Iota("2:1", dtypes::Int8(), 0, 100.0);  // 0, 100
   auto s = Add(a, a);
   ASSERT_TRUE(s.ok());
   EXPECT_EQ(GetItem(*s, 1)->as_int(), -56) << "200 wraps in int8";
-  Tensor h = Iota("3:1", 0.1, 0, dtypes::Float16());
+  Tensor h = Iota("3:1", dtypes::Float16(), 0, 0.1);
   auto hh = Mul(h, h);
   ASSERT_TRUE(hh.ok());
   EXPECT_EQ(&hh->dtype(), dtypes::Float16());
@@ -208,7 +192,7 @@ TEST(OpsTest, SumAllAndAlongModes) {
   auto permuted = Sum(*Permute(t, {2, 0, 1}), {0, 2});
   ASSERT_TRUE(permuted.ok());
   EXPECT_EQ(At(*permuted, {1}), (12 + 23) * 12 / 2);  // Sum of t[1,:,:].
-  auto ints = Sum(Iota("4:1", 1.0, 0, dtypes::Int8()));
+  auto ints = Sum(Iota("4:1", dtypes::Int8()));
   EXPECT_EQ(&ints->dtype(), dtypes::Int64());
   EXPECT_TRUE(IsValueError(Sum(t, {3}).status()));
   EXPECT_TRUE(IsValueError(Sum(t, {1, 1}).status()));
@@ -227,18 +211,19 @@ TEST(OpsTest, ContiguousCloneCast) {
   auto clone = Clone(t);
   ASSERT_TRUE(clone.ok());
   EXPECT_NE(clone->carrier(), t.carrier());
-  auto fp8 = Cast(Iota("4:1", 0.3), *dtypes::Float8E4M3FN());
+  auto fp8 =
+      Cast(Iota("4:1", dtypes::Float32(), 0, 0.3), *dtypes::Float8E4M3FN());
   ASSERT_TRUE(fp8.ok());
   EXPECT_EQ(GetItem(*fp8, 3)->as_double(), 0.875)
       << "0.9 rounds to e4m3's 0.875";
-  auto i = Cast(Iota("3:1", -0.75), *dtypes::Int32());
+  auto i = Cast(Iota("3:1", dtypes::Float32(), 0, -0.75), *dtypes::Int32());
   EXPECT_EQ(GetItem(*i, 2)->as_int(), -1) << "-1.5 truncates toward zero";
 }
 
 TEST(OpsTest, ScatterFollowsPyTorch) {
   auto dst = Zeros(*dtypes::Float32(), {3, 5});
   ASSERT_TRUE(dst.ok());
-  Tensor src = Iota("(2,5):(5,1)", 1.0);
+  Tensor src = Iota("(2,5):(5,1)");
   auto index = Zeros(*dtypes::Int64(), {2, 3});
   const int64_t idx[2][3] = {{0, 1, 2}, {2, 0, 1}};
   for (int64_t i = 0; i < 2; ++i) {

@@ -17,11 +17,13 @@
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
+#include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
 #include "ops/internal/require.h"
 
 namespace strata {
 
+using ops_internal::RequireHostData;
 using ops_internal::RequireKernelTensor;
 using ops_internal::RowMajorOffsets;
 namespace {
@@ -112,11 +114,7 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                          " has extent ", extent, ", not divisible by the ",
                          format.name(), " block size ", block);
   }
-  if (src.carrier()->data() == nullptr && src.size() > 0) {
-    return ValueErrorCat("QuantizeBlockScaled: the source's ",
-                         src.carrier()->class_name(),
-                         " carrier holds no host data");
-  }
+  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
   // Shapes: outer modes, the blocked mode, inner modes (row-major).
   int64_t outer = 1, inner = 1;
   for (int64_t j = 0; j < rank; ++j) {

@@ -22,8 +22,7 @@
 namespace strata {
 namespace {
 
-// --- An independent reference, from the OCP MX v1.0 formulas
-// ---------------------
+// --- An independent reference, from the OCP MX v1.0 formulas -----------------
 
 // float8_e4m3fn: bias 7, no infinities, S.1111.111 is NaN.
 double RefE4M3(uint32_t code) {

@@ -142,6 +142,8 @@ absl::Status CheckSchemaCounts(const DType& logical,
 
 }  // namespace
 
+std::string CarrierId(int64_t index) { return absl::StrCat("c", index); }
+
 proto::RepresentationProto ToProto(const Representation& representation,
                                    const DumpOptions& options) {
   proto::RepresentationProto out;
@@ -153,7 +155,7 @@ proto::RepresentationProto ToProto(const Representation& representation,
     if (id == seen.size()) {
       seen.push_back(s.carrier.get());
       proto::CarrierProto* c = out.add_carriers();
-      c->set_id(absl::StrCat("c", id));
+      c->set_id(CarrierId(id));
       c->set_carrier_class(std::string(s.carrier->class_name()));
       c->set_dtype(s.carrier->dtype().name());
       c->set_size(s.carrier->size());
@@ -171,7 +173,7 @@ proto::RepresentationProto ToProto(const Representation& representation,
     }
     proto::SubtensorProto* sp = out.add_subtensors();
     sp->set_storage_dtype(s.storage_dtype->name());
-    sp->set_carrier(absl::StrCat("c", id));
+    sp->set_carrier(CarrierId(id));
     sp->set_offset(s.offset);
     sp->set_placement(s.placement.ToString());
   }

@@ -6,6 +6,7 @@
 // Faults of the text itself map onto the spec's classes (representation-cli.md,
 // "Replay"):
 //
+// clang-format off
 //   in the text                                    error
 //   unknown dtype name (logical, storage, carrier) ValueError
 //   unknown carrier class, unknown carrier id      TypeError (not a Carrier)
@@ -18,6 +19,7 @@
 //     allocated: its bytes overflow int64, exceed  naming the carrier and
 //     HostCarrier::kMaxHostBytes (2^46), or the    the bytes
 //     kernel refuses them
+// clang-format on
 //
 // Bounds (what a text may cost):
 //   - ParseText refuses a text over kMaxTextBytes (64 MiB) before parsing it.
@@ -54,7 +56,11 @@ struct DumpOptions {
   bool include_data = false;
 };
 
-// Carriers are listed once each in first-use order with ids "c0", "c1", ...;
+// The id ToProto gives the carrier first used at position `index` of the
+// first-use order (snapshot order): "c0", "c1", ...
+std::string CarrierId(int64_t index);
+
+// Carriers are listed once each in first-use order with ids CarrierId(i);
 // layouts in canonical notation. Deterministic: dump -> replay -> dump gives
 // identical text.
 proto::RepresentationProto ToProto(const Representation& representation,

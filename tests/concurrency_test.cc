@@ -17,12 +17,13 @@
 #include "gtest/gtest.h"
 #include "ops/ops.h"
 #include "proto/codec.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
 
-Layout L(const char* s) { return *ParseLayout(s); }
+using testing::L;
 
 TEST(ConcurrencyTest, ReadersAndAMutatorShareCarriers) {
   std::shared_ptr<Carrier> values =

@@ -23,12 +23,13 @@
 #include "ops/dlpack.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
 
-Layout L(const std::string& s) { return *ParseLayout(s); }
+using testing::L;
 
 Tensor Make(const SimpleDType* dtype, const std::string& layout,
             int64_t extra = 0) {

@@ -1,15 +1,15 @@
 // The `strata` command-line tool (shared/design/representation-cli.md,
 // layout-cli.md).
 //
-//   strata demo                      the main job
-//   strata dump --example NAME       an example representation as text
-//   strata dump --list               the example names
-//   strata validate FILE...          replay each text file, report OK or the
-//                                    error
-//   strata view FILE OP ARGS...      replay FILE, apply one view, print it
-//   strata layout --batch FILE       layout algebra requests, one answer line
-//                                    each
-//   strata layout --show LAYOUT      a rank-1 or rank-2 layout drawn as a table
+// clang-format off
+//   strata demo                  the main job
+//   strata dump --example NAME   an example representation as text
+//   strata dump --list           the example names
+//   strata validate FILE...      replay each text file, report OK or the error
+//   strata view FILE OP ARGS...  replay FILE, apply one view, print it
+//   strata layout --batch FILE   layout algebra requests, one answer line each
+//   strata layout --show LAYOUT  a rank-1 or rank-2 layout drawn as a table
+// clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
 // directory or an unreadable file is exit status 2.
@@ -50,20 +50,19 @@
 namespace strata {
 namespace {
 
+// clang-format off
 constexpr char kUsage[] =
     "usage:\n"
     "  strata demo\n"
     "  strata dump --example NAME | --list [--data]\n"
     "  strata validate FILE...        (FILE '-' reads standard input)\n"
-    "  strata view FILE OP ARGS...    OP: permute PERM | slice DIM START STOP "
-    "STEP |\n"
-    "                                 reshape SHAPE | as_strided LAYOUT OFFSET "
-    "|\n"
-    "                                 broadcast_to SHAPE | broadcast_in_dim "
-    "SHAPE DIMS |\n"
+    "  strata view FILE OP ARGS...    OP: permute PERM | slice DIM START STOP STEP |\n"
+    "                                 reshape SHAPE | as_strided LAYOUT OFFSET |\n"
+    "                                 broadcast_to SHAPE | broadcast_in_dim SHAPE DIMS |\n"
     "                                 squeeze [DIM] | unsqueeze DIM\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
     "  strata layout --show LAYOUT\n";
+// clang-format on
 
 int Usage() {
   std::cerr << kUsage;
@@ -109,7 +108,7 @@ std::string SnapshotText(const MutationSnapshot& snapshot,
   for (const CarrierVersion& entry : snapshot) {
     size_t id = 0;
     while (id < names.size() && names[id] != entry.carrier) ++id;
-    parts.push_back(absl::StrCat("c", id, "@", entry.version));
+    parts.push_back(absl::StrCat(CarrierId(id), "@", entry.version));
   }
   return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
 }
@@ -253,18 +252,6 @@ bool ReadProto(const std::string& command, const std::string& path,
   return true;
 }
 
-// One integer argument, e.g. slice's STEP: "-1". `what` names the operation
-// and the argument in errors ("slice STEP").
-absl::StatusOr<int64_t> IntegerArg(const std::string& what,
-                                   const std::string& text) {
-  auto value = ParseIntTuple(text);
-  if (!value.ok()) return WithContext(value.status(), what);
-  if (!value->is_leaf()) {
-    return TypeErrorCat(what, ": \"", text, "\" is not an integer");
-  }
-  return value->value();
-}
-
 // "(1,0)" or "2": the integers of a flat tuple.
 absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& what,
                                                  const std::string& text) {
@@ -308,7 +295,7 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
                                              "slice STOP", "slice STEP"};
     int64_t v[4];
     for (int i = 0; i < 4; ++i) {
-      STRATA_ASSIGN_OR_RETURN(v[i], IntegerArg(kNames[i], a[i]));
+      STRATA_ASSIGN_OR_RETURN(v[i], ParseInt64(a[i], kNames[i]));
     }
     return Slice(t, v[0], v[1], v[2], v[3]);
   }
@@ -323,15 +310,15 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
     auto layout = ParseLayout(a[0]);
     if (!layout.ok()) return WithContext(layout.status(), "as_strided LAYOUT");
     STRATA_ASSIGN_OR_RETURN(int64_t offset,
-                            IntegerArg("as_strided OFFSET", a[1]));
+                            ParseInt64(a[1], "as_strided OFFSET"));
     return AsStrided(t, *layout, offset);
   }
   if (op == "squeeze") {
     if (a.empty()) return Squeeze(t);
-    STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("squeeze DIM", a[0]));
+    STRATA_ASSIGN_OR_RETURN(int64_t dim, ParseInt64(a[0], "squeeze DIM"));
     return Squeeze(t, dim);
   }
-  STRATA_ASSIGN_OR_RETURN(int64_t dim, IntegerArg("unsqueeze DIM", a[0]));
+  STRATA_ASSIGN_OR_RETURN(int64_t dim, ParseInt64(a[0], "unsqueeze DIM"));
   return Unsqueeze(t, dim);
 }
 

@@ -120,11 +120,11 @@ absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
   return absl::OkStatus();
 }
 
-// NOTE [ The view invariant ], deeper levels: the view reaches level i through
-// `reached` (a layout over the new level-(i-1) shape, relative to linear index
-// `base` of level i). Narrows level i to the box it reaches, moves base's image
-// into the level's offset, rewrites the adjacent layout into the box, and
-// continues below.
+// Deeper levels of NOTE [ The view invariant ]: the view reaches level i
+// through `reached` (a layout over the new level-(i-1) shape, relative to
+// linear index `base` of level i). Narrows level i to the box it reaches, moves
+// base's image into the level's offset, rewrites the adjacent layout into the
+// box, and continues below.
 absl::Status NarrowLevels(const Representation& rep, int64_t base,
                           Layout reached,
                           std::vector<SubtensorCandidate>* subtensors,

@@ -15,13 +15,15 @@
 #include "gtest/gtest.h"
 #include "layout/algebra.h"
 #include "layout/random_layouts.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
 using Coord = std::vector<int64_t>;
 
-Layout L(const std::string& text) { return *ParseLayout(text); }
+using testing::L;
+using testing::RowMajorDecode;
 
 Tensor Plain(const std::string& layout, int64_t offset = 0) {
   const Layout l = L(layout);
@@ -97,7 +99,7 @@ std::string Describe(const Tensor& t) {
   return out;
 }
 
-// NOTE [ The view invariant ], checked exhaustively.
+// Checks NOTE [ The view invariant ] exhaustively.
 void ExpectInvariant(const Tensor& source, const Tensor& view,
                      const std::function<Coord(const Coord&)>& sigma) {
   ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
@@ -105,15 +107,6 @@ void ExpectInvariant(const Tensor& source, const Tensor& view,
     ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)))
         << "view " << Describe(view) << " of " << Describe(source);
   });
-}
-
-Coord RowMajorDecode(int64_t index, const std::vector<int64_t>& extents) {
-  Coord c(extents.size());
-  for (size_t k = extents.size(); k-- > 0;) {
-    c[k] = index % extents[k];
-    index /= extents[k];
-  }
-  return c;
 }
 
 int64_t RowMajorIndex(const Coord& c, const std::vector<int64_t>& extents) {
@@ -207,8 +200,7 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   return MakeTensor(*rep);
 }
 
-// --- Hand cases
-// -----------------------------------------------------------------
+// --- Hand cases --------------------------------------------------------------
 
 TEST(ViewsTest, PermuteSwapsModes) {
   const Tensor t = Plain("(4,8):(8,1)");
@@ -320,8 +312,7 @@ TEST(ViewsTest, BadArgumentsAreValueErrors) {
   }
 }
 
-// --- Multi-subtensor views
-// -----------------------------------------------------
+// --- Multi-subtensor views ---------------------------------------------------
 
 TEST(BlockScaledViewsTest, PermuteMovesScalesWithValues) {
   const Tensor t = BlockScaled(4, 64, 32);
@@ -399,8 +390,7 @@ TEST(BlockScaledViewsTest, AsStridedGoesThroughTheInverse) {
   EXPECT_TRUE(IsValueError(AsStrided(t, L("(2,32):(64,1)"), 4 * 64).status()));
 }
 
-// --- Property tests over random tensors
-// -----------------------------------------
+// --- Property tests over random tensors --------------------------------------
 
 class RandomViewsTest : public ::testing::TestWithParam<bool> {};
 

@@ -24,13 +24,13 @@ std::string ShapeText(const std::vector<int64_t>& shape) {
 
 namespace {
 
-// NOTE [ Offset-table budget ]: the kernels walk a top-level mode that does
-// not coalesce to one stride through a table of its offsets
-// (ops/internal/iterate.h). A table is allowed up to the
-// larger of kModeTableBudget and the carrier's size, so it never costs more
-// than O(carrier): only an aliasing mode (a hierarchical broadcast, say) can
-// have more coordinates than its carrier has values, and such a walk is
-// refused rather than allocated.
+// NOTE [ Offset-table budget ]
+// The kernels walk a top-level mode that does not coalesce to one stride
+// through a table of its offsets (ops/internal/iterate.h). A table is allowed
+// up to the larger of kModeTableBudget and the carrier's size, so it never
+// costs more than O(carrier): only an aliasing mode (a hierarchical broadcast,
+// say) can have more coordinates than its carrier has values, and such a walk
+// is refused rather than allocated.
 constexpr int64_t kModeTableBudget = int64_t{1} << 24;
 
 absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
@@ -50,8 +50,10 @@ absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
 
 }  // namespace
 
-absl::Status RequireHostData(const Tensor& t, absl::string_view op) {
-  if (t.size() > 0 && t.carrier()->data() == nullptr) {
+absl::Status RequireHostData(const Tensor& t, absl::string_view op,
+                             EmptyTensors empty) {
+  const bool needs_data = t.size() > 0 || empty == EmptyTensors::kNeedHostData;
+  if (needs_data && t.carrier()->data() == nullptr) {
     return ValueErrorCat(op, ": the ", t.carrier()->class_name(),
                          " carrier of ", t.dtype().name(),
                          " holds no host data");
@@ -67,9 +69,12 @@ absl::Status RequireData(const Tensor& t, absl::string_view op) {
 
 namespace {
 
-// NOTE [ Proving a write injective ]: a write through a layout that reaches
-// one carrier value from two coordinates is ambiguous, so every write first
-// proves that it does not, without allocating O(size):
+// NOTE [ Proving a write injective ]
+// A write through a layout that reaches one carrier value from two coordinates
+// is ambiguous, so every write first proves that it does not, without
+// allocating O(size):
+//
+// clang-format off
 //  1. pigeonhole: more coordinates than carrier indices in the reached range
 //     [min_index, max_index] cannot be injective (O(rank));
 //  2. a stride-0 mode of extent > 1 is not injective (O(rank));
@@ -78,6 +83,7 @@ namespace {
 //  4. otherwise the reached indices are marked in a bitmap over that range,
 //     when the range is at most kInjectivityBudget indices (the write itself
 //     then touches as many); beyond it the write is refused as unprovable.
+// clang-format on
 constexpr int64_t kInjectivityBudget = int64_t{1} << 28;
 
 enum class Injectivity { kInjective, kNotInjective, kUnproven };

@@ -26,8 +26,14 @@ inline const SimpleDType& DTypeOf(const Tensor& t) {
   return *t.dtype().AsSimple();
 }
 
-// ValueError unless the carrier holds host data (or the Tensor is empty).
-absl::Status RequireHostData(const Tensor& t, absl::string_view op);
+// Whether RequireHostData lets an empty Tensor pass without host data.
+enum class EmptyTensors { kPass, kNeedHostData };
+
+// ValueError "<op>: the <class> carrier of <dtype> holds no host data" unless
+// the carrier holds host data. An empty Tensor passes unless `empty` is
+// kNeedHostData (an export hands out a data pointer even for no values).
+absl::Status RequireHostData(const Tensor& t, absl::string_view op,
+                             EmptyTensors empty = EmptyTensors::kPass);
 // RequireHostData, and every top-level mode walkable by ForEachIndex within
 // the offset-table budget (NOTE [ Offset-table budget ] in checks.cc).
 absl::Status RequireData(const Tensor& t, absl::string_view op);

@@ -15,11 +15,13 @@
 namespace strata {
 namespace ops_internal {
 
-// NOTE [ Blocked transposing copy ]: rows of both sides are a power of two
-// apart for square matrices, so they share L1 sets. Each source line of a tile
-// is read once into a small buffer, transposed there, and each destination line
-// written once. Inlined with constant bounds for whole tiles, the loops unroll
-// and vectorize.
+// NOTE [ Blocked transposing copy ]
+// When dst is unit-stride in its inner mode and src in another mode, the copy
+// goes by 2-D tiles so that both sides stay in cache: rows of both sides are a
+// power of two apart for square matrices, so they share L1 sets. Each source
+// line of a tile is read once into a small buffer, transposed there, and each
+// destination line written once. Inlined with constant bounds for whole tiles,
+// the loops unroll and vectorize.
 namespace {
 
 constexpr int64_t kTransposeTile = 16;
@@ -56,9 +58,8 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
       using T = decltype(tag);
       T* o = static_cast<T*>(out);
       const T* s = static_cast<const T*>(in);
-      // NOTE [ Blocked transposing copy ]: when dst is unit-stride in its inner
-      // mode and src in another mode, copy 2-D tiles so both sides stay in
-      // cache.
+      // dst unit-stride in its inner mode, src in another: copy 2-D tiles
+      // (NOTE [ Blocked transposing copy ]).
       const size_t r = extents.size();
       if (r >= 2 && dst_access[r - 1].strided() &&
           dst_access[r - 1].stride == 1 && src_access[r - 2].strided() &&

@@ -64,9 +64,10 @@ constexpr StoredAs StoredAsOf() {
 
 }  // namespace
 
-// Every function below switches once on the dtype's ScalarType (NOTE [ One
-// dtype switch ]); a descriptor without one never reaches them (operations
-// refuse it at their entry) and reads as 0 / writes nothing if it did.
+// Every function below switches once on the dtype's ScalarType
+// (NOTE [ One dtype switch ]); a descriptor without one never reaches them
+// (operations refuse it at their entry) and reads as 0 / writes nothing if it
+// did.
 
 double LoadDouble(const SimpleDType& d, const void* base, int64_t i) {
   if (!d.scalar_type()) return 0;

@@ -1,9 +1,9 @@
 // Typed loads and stores of single values of any built-in simple dtype, as
 // double or int64 (NOTE [ One dtype switch ]). Conversions: floats to integers
-// truncate toward zero and saturate (NaN
-// -> 0); to bool, non-zero is true; to the narrow floating formats, round to
-// nearest even and saturate (dtype/float_formats.h). Sub-byte values go through
-// dtype/packing.h.
+// truncate toward zero and saturate (NaN -> 0); to bool, non-zero is true; to
+// the narrow floating formats, round to nearest even and saturate
+// (dtype/float_formats.h). Sub-byte values go through dtype/packing.h
+// (NOTE [ Sub-byte storage ]).
 #ifndef STRATA_OPS_INTERNAL_ELEMENT_IO_H_
 #define STRATA_OPS_INTERNAL_ELEMENT_IO_H_
 

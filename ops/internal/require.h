@@ -26,8 +26,8 @@ inline absl::Status RequireOneSubtensor(const Tensor& tensor,
 }
 
 // For an operation that touches values: a one-subtensor Tensor (the error
-// above) whose dtype is a built-in simple dtype (TypeError otherwise, NOTE [
-// One dtype switch ]), checked in that order.
+// above) whose dtype is a built-in simple dtype (TypeError otherwise,
+// NOTE [ One dtype switch ]), checked in that order.
 inline absl::Status RequireKernelTensor(const Tensor& tensor,
                                         absl::string_view op) {
   STRATA_RETURN_IF_ERROR(RequireOneSubtensor(tensor, op));

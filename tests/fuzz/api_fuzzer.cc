@@ -8,6 +8,7 @@
 // every op, autograd, DLPack round trips, quantization and the text codec.
 //
 // Invariants (a violation traps, so libFuzzer reports it):
+// clang-format off
 //  - no crash, no sanitizer report, every error carries a Strata error kind;
 //  - a failed call changes no carrier version and keeps no carrier alive
 //    (use_count before/after; every ExternalCarrier deleter ran exactly once
@@ -23,6 +24,7 @@
 //    table of ops/ops.h) where the reference is unambiguous;
 //  - DLPack exports address every element where the Tensor does, and
 //    import(export(t)) reads as t; dump -> text -> replay -> dump is stable.
+// clang-format on
 // Sizes are bounded (kSmall elements whenever data is touched); huge layouts
 // only reach calls that must refuse them (or answer) in O(rank).
 #include <algorithm>
@@ -77,7 +79,7 @@ constexpr size_t kMaxPool = 8;
 constexpr int64_t kMaxHostBytes = int64_t{1} << 23;
 constexpr int64_t kMaxExternalBytes = int64_t{1} << 20;
 
-// ---------------------------------------------------------------- the bytes
+// ------------------------------------------------------------------- the bytes
 
 class Reader {
  public:
@@ -151,7 +153,7 @@ class Reader {
   size_t size_;
 };
 
-// ------------------------------------------------------------ dtypes
+// ---------------------------------------------------------------------- dtypes
 
 const SimpleDType* Builtin(int k) {
   switch (k) {
@@ -314,8 +316,7 @@ const SimpleDType* UserDType(Reader& r) {
   return d;
 }
 
-// ------------------------------------------------------------ external
-// carriers
+// ----------------------------------------------------------- external carriers
 
 int64_t g_external_live = 0;  // Buffers whose deleter has not run yet.
 
@@ -346,7 +347,7 @@ std::shared_ptr<Carrier> MakeExternal(const SimpleDType* d, int64_t size,
   return *c;
 }
 
-// ------------------------------------------------------------ layouts
+// --------------------------------------------------------------------- layouts
 
 // Top-level extents of a layout (an integer layout is one mode).
 std::vector<int64_t> Extents(const Layout& l) {
@@ -766,7 +767,7 @@ bool SurelyNotInjective(const Tensor& t) {
   return b.size > b.max - b.min + 1;
 }
 
-// ------------------------------------------------------------ the session
+// ----------------------------------------------------------------- the session
 
 bool Tracing() {
   static const bool on = std::getenv("API_FUZZER_TRACE") != nullptr;

@@ -11,6 +11,7 @@
 #include "ops/ops.h"
 #include "strata.h"
 #include "tests/spec/test_carriers.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
@@ -20,7 +21,7 @@ using testing::LoggingRule;
 using testing::RecordingCarrier;
 using testing::RecordingCarrierSubclass;
 
-Layout L(const std::string& text) { return *ParseLayout(text); }
+using testing::L;
 
 std::shared_ptr<Carrier> Host(const SimpleDType* dtype, int64_t size) {
   return *HostCarrier::Create(dtype, size);
@@ -122,7 +123,7 @@ TEST(ConventionalConstruction, NegativeStrideBelowZeroIsRejected) {
 }
 
 // --- Requirement: Tensor state is projected from one authoritative
-// representation ---
+//     representation
 
 TEST(ProjectedState, ReadConventionalTensorProperties) {
   auto carrier = Host(dtypes::Int16(), 100);
@@ -501,7 +502,6 @@ TEST(Rules, ObserveThePublicValidationProtocol) {
 }
 
 // --- Requirement: Tensor representations own carriers and track all versions
-// ---
 
 TEST(Ownership, KeepCarrierStorageAlive) {
   std::weak_ptr<Carrier> watch;

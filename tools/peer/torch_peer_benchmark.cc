@@ -40,8 +40,7 @@ Tensor StrataRank4() {
 
 at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
-// --- Construction
-// ---------------------------------------------------------------
+// --- Construction ------------------------------------------------------------
 
 void Create(benchmark::State& state, const char* layout_text, bool strata) {
   const Layout layout = *ParseLayout(layout_text);
@@ -69,8 +68,7 @@ BENCHMARK_CAPTURE(Create, rank4 / strata, "(8,16,32,64):(32768,2048,64,1)",
 BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
                   false);
 
-// --- Views on (8,16,32,64)
-// -------------------------------------------------------
+// --- Views on (8,16,32,64) ---------------------------------------------------
 
 #define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)         \
   void name##_strata(benchmark::State& state) {                 \
@@ -108,8 +106,7 @@ void Squeeze_torch(benchmark::State& state) {
 BENCHMARK(Squeeze_strata)->Name("Squeeze/strata");
 BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
 
-// --- DLPack
-// ----------------------------------------------------------------------
+// --- DLPack ------------------------------------------------------------------
 
 void ToDLPack_strata(benchmark::State& state) {
   const Tensor t = StrataRank4();
@@ -130,8 +127,7 @@ void ToDLPack_torch(benchmark::State& state) {
 BENCHMARK(ToDLPack_strata)->Name("ToDLPack/strata");
 BENCHMARK(ToDLPack_torch)->Name("ToDLPack/torch");
 
-// --- Kernels on 4096x4096 float32
-// -------------------------------------------------
+// --- Kernels on 4096x4096 float32 --------------------------------------------
 
 void Memcpy64MiB(benchmark::State& state) {
   std::vector<char> a(kN * kN * 4, 1), b(kN * kN * 4);
