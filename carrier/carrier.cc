@@ -60,7 +60,8 @@ void Carrier::UnpinStorage() {
 }
 
 absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
-    const DType* dtype, int64_t size, uint64_t version) {
+    const DType& descriptor, int64_t size, uint64_t version) {
+  const DType* dtype = &descriptor;
   auto simple = RequireSimple(dtype, size, "host");
   if (!simple.ok()) return simple.status();
   auto bytes = StorageBytes(**simple, size);
@@ -130,8 +131,9 @@ void HostCarrier::ReleaseStorage() {
 }
 
 absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
-    const DType* dtype, int64_t size, void* data, Deleter deleter,
+    const DType& descriptor, int64_t size, void* data, Deleter deleter,
     uint64_t version) {
+  const DType* dtype = &descriptor;
   auto simple = RequireSimple(dtype, size, "external");
   if (!simple.ok()) return simple.status();
   if (data == nullptr && size > 0) {

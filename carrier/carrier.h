@@ -90,13 +90,13 @@ class Carrier {
 // Owned, 64-byte aligned, zero-filled host memory.
 class HostCarrier final : public Carrier {
  public:
-  // Errors (ValueError): null or non-simple dtype, negative size, a byte count
+  // Errors (ValueError): a non-simple dtype, negative size, a byte count
   // that overflows or exceeds kMaxHostBytes. ResourceExhaustedError (status
   // code kResourceExhausted) naming the bytes if the memory cannot be mapped
   // or allocated. Nothing is allocated on failure.
   static constexpr int64_t kMaxHostBytes = int64_t{1} << 46;
   static absl::StatusOr<std::shared_ptr<HostCarrier>> Create(
-      const DType* dtype, int64_t size, uint64_t version = 0);
+      const DType& dtype, int64_t size, uint64_t version = 0);
 
   ~HostCarrier() override;
   absl::string_view class_name() const override { return "host"; }
@@ -127,11 +127,11 @@ class HostCarrier final : public Carrier {
 class ExternalCarrier final : public Carrier {
  public:
   using Deleter = std::function<void()>;
-  // Errors (ValueError): null or non-simple dtype, negative size, null data
+  // Errors (ValueError): a non-simple dtype, negative size, null data
   // with a positive size. On failure the deleter does not run: the caller still
   // owns the memory.
   static absl::StatusOr<std::shared_ptr<ExternalCarrier>> Create(
-      const DType* dtype, int64_t size, void* data, Deleter deleter,
+      const DType& dtype, int64_t size, void* data, Deleter deleter,
       uint64_t version = 0);
 
   ~ExternalCarrier() override;

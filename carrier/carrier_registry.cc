@@ -32,7 +32,7 @@ CarrierClassRegistry::CarrierClassRegistry() : state_(new State) {
        [](const SimpleDType& dtype, int64_t size, uint64_t version,
           absl::string_view data) -> absl::StatusOr<std::shared_ptr<Carrier>> {
          STRATA_ASSIGN_OR_RETURN(auto carrier,
-                                 HostCarrier::Create(&dtype, size, version));
+                                 HostCarrier::Create(dtype, size, version));
          STRATA_RETURN_IF_ERROR(FillFrom(*carrier, data));
          return std::shared_ptr<Carrier>(std::move(carrier));
        }});
@@ -43,13 +43,13 @@ CarrierClassRegistry::CarrierClassRegistry() : state_(new State) {
          // Replayed external memory is owned by a host buffer the deleter
          // frees.
          STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostCarrier> buffer,
-                                 HostCarrier::Create(&dtype, size));
+                                 HostCarrier::Create(dtype, size));
          STRATA_RETURN_IF_ERROR(FillFrom(*buffer, data));
          void* bytes = buffer->mutable_data();
          STRATA_ASSIGN_OR_RETURN(
              auto carrier,
              ExternalCarrier::Create(
-                 &dtype, size, bytes, [buffer]() mutable { buffer.reset(); },
+                 dtype, size, bytes, [buffer]() mutable { buffer.reset(); },
                  version));
          return std::shared_ptr<Carrier>(std::move(carrier));
        }});

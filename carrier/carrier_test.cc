@@ -20,7 +20,7 @@ namespace strata {
 namespace {
 
 TEST(HostCarrierTest, AlignedZeroFilledAndSizedInValues) {
-  auto c = HostCarrier::Create(dtypes::Float32(), 10);
+  auto c = HostCarrier::Create(*dtypes::Float32(), 10);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->size(), 10);
   EXPECT_EQ((*c)->size_in_bytes(), 40);
@@ -33,7 +33,7 @@ TEST(HostCarrierTest, AlignedZeroFilledAndSizedInValues) {
 }
 
 TEST(HostCarrierTest, SubByteValuesPackTwoPerByteLowNibbleFirst) {
-  auto c = HostCarrier::Create(dtypes::Float4E2M1FN(), 5);
+  auto c = HostCarrier::Create(*dtypes::Float4E2M1FN(), 5);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->size(), 5);
   EXPECT_EQ((*c)->size_in_bytes(), 3);
@@ -49,14 +49,13 @@ TEST(HostCarrierTest, SubByteValuesPackTwoPerByteLowNibbleFirst) {
 
 TEST(HostCarrierTest, BadInputIsAValueErrorAndAllocatesNothing) {
   EXPECT_TRUE(
-      IsValueError(HostCarrier::Create(dtypes::Float32(), -1).status()));
-  EXPECT_TRUE(IsValueError(HostCarrier::Create(dtypes::MXFP4(), 4).status()));
-  EXPECT_TRUE(IsValueError(HostCarrier::Create(dtypes::Any(), 4).status()));
-  EXPECT_TRUE(IsValueError(HostCarrier::Create(nullptr, 4).status()));
-  EXPECT_TRUE(
-      IsValueError(HostCarrier::Create(dtypes::Float64(), INT64_MAX).status()));
+      IsValueError(HostCarrier::Create(*dtypes::Float32(), -1).status()));
+  EXPECT_TRUE(IsValueError(HostCarrier::Create(*dtypes::MXFP4(), 4).status()));
+  EXPECT_TRUE(IsValueError(HostCarrier::Create(*dtypes::Any(), 4).status()));
   EXPECT_TRUE(IsValueError(
-      HostCarrier::Create(dtypes::Float32(), int64_t{1} << 50).status()));
+      HostCarrier::Create(*dtypes::Float64(), INT64_MAX).status()));
+  EXPECT_TRUE(IsValueError(
+      HostCarrier::Create(*dtypes::Float32(), int64_t{1} << 50).status()));
 }
 
 // The address space this process has mapped now, in bytes.
@@ -77,7 +76,7 @@ TEST(HostCarrierTest, AllocationFailureIsAResourceExhaustedError) {
         if (getrlimit(RLIMIT_AS, &limit) != 0) _exit(2);
         limit.rlim_cur = MappedBytes() + (int64_t{256} << 20);
         if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(3);
-        auto c = HostCarrier::Create(dtypes::UInt8(), int64_t{1} << 30);
+        auto c = HostCarrier::Create(*dtypes::UInt8(), int64_t{1} << 30);
         if (c.ok()) _exit(4);
         if (!IsResourceExhaustedError(c.status())) _exit(5);
         if (c.status().code() != absl::StatusCode::kResourceExhausted) _exit(6);
@@ -93,18 +92,18 @@ TEST(HostCarrierTest, AllocationFailureIsAResourceExhaustedError) {
 }
 
 TEST(CarrierTest, VersionsStartAtZeroAndBump) {
-  auto c = HostCarrier::Create(dtypes::Int32(), 4);
+  auto c = HostCarrier::Create(*dtypes::Int32(), 4);
   ASSERT_TRUE(c.ok());
   EXPECT_EQ((*c)->version(), 0u);
   EXPECT_EQ((*c)->BumpVersion(), 1u);
   EXPECT_EQ((*c)->BumpVersion(), 2u);
   EXPECT_EQ((*c)->version(), 2u);
-  auto replayed = HostCarrier::Create(dtypes::Int32(), 4, /*version=*/7);
+  auto replayed = HostCarrier::Create(*dtypes::Int32(), 4, /*version=*/7);
   EXPECT_EQ((*replayed)->version(), 7u);
 }
 
 TEST(CarrierTest, ReleaseIsExplicitAndIdempotent) {
-  auto c = HostCarrier::Create(dtypes::Int8(), 4);
+  auto c = HostCarrier::Create(*dtypes::Int8(), 4);
   ASSERT_TRUE(c.ok());
   EXPECT_FALSE((*c)->released());
   (*c)->Release();
@@ -118,7 +117,7 @@ TEST(ExternalCarrierTest, DeleterRunsExactlyOnce) {
   std::vector<float> memory(8, 1.5f);
   int deletions = 0;
   {
-    auto c = ExternalCarrier::Create(dtypes::Float32(), 8, memory.data(),
+    auto c = ExternalCarrier::Create(*dtypes::Float32(), 8, memory.data(),
                                      [&deletions] { ++deletions; });
     ASSERT_TRUE(c.ok());
     EXPECT_EQ((*c)->data(), memory.data());
@@ -130,7 +129,7 @@ TEST(ExternalCarrierTest, DeleterRunsExactlyOnce) {
   }
   EXPECT_EQ(deletions, 1);
   {
-    auto c = ExternalCarrier::Create(dtypes::Float32(), 8, memory.data(),
+    auto c = ExternalCarrier::Create(*dtypes::Float32(), 8, memory.data(),
                                      [&deletions] { ++deletions; });
     ASSERT_TRUE(c.ok());
   }
@@ -139,13 +138,13 @@ TEST(ExternalCarrierTest, DeleterRunsExactlyOnce) {
 
 TEST(ExternalCarrierTest, FailedCreationDoesNotRunTheDeleter) {
   int deletions = 0;
-  auto c = ExternalCarrier::Create(dtypes::Float32(), 8, nullptr,
+  auto c = ExternalCarrier::Create(*dtypes::Float32(), 8, nullptr,
                                    [&deletions] { ++deletions; });
   EXPECT_TRUE(IsValueError(c.status()));
   EXPECT_EQ(deletions, 0);
   float x = 0;
   EXPECT_TRUE(IsValueError(
-      ExternalCarrier::Create(dtypes::MXFP4(), 1, &x, [&deletions] {
+      ExternalCarrier::Create(*dtypes::MXFP4(), 1, &x, [&deletions] {
         ++deletions;
       }).status()));
   EXPECT_EQ(deletions, 0);

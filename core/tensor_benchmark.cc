@@ -13,7 +13,7 @@ namespace strata {
 namespace {
 
 std::shared_ptr<Carrier> FloatCarrier(int64_t size) {
-  return *HostCarrier::Create(dtypes::Float32(), size);
+  return *HostCarrier::Create(*dtypes::Float32(), size);
 }
 
 void TensorCreate(benchmark::State& state, const char* layout_text) {

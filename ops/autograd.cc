@@ -77,11 +77,7 @@ Variable Record(Tensor value, std::string op,
   return Variable(std::move(node));
 }
 
-IntTuple ShapeTuple(const std::vector<int64_t>& shape) {
-  return IntTuple::Flat(shape);
-}
-
-// Sums g over the modes broadcasting introduced, back to `shape`.
+// Sums g over the dims broadcasting introduced, back to `shape`.
 absl::StatusOr<Tensor> ReduceTo(const Tensor& g,
                                 const std::vector<int64_t>& shape) {
   const std::vector<int64_t> gs = g.shape();
@@ -92,7 +88,7 @@ absl::StatusOr<Tensor> ReduceTo(const Tensor& g,
     if (p < lead || (shape[p - lead] == 1 && gs[p] != 1)) modes.push_back(p);
   }
   STRATA_ASSIGN_OR_RETURN(Tensor s, strata::Sum(g, modes));
-  return strata::Reshape(s, ShapeTuple(shape));
+  return strata::Reshape(s, shape);
 }
 
 // The spec's order: a one-subtensor Tensor of a built-in dtype first (before
@@ -187,20 +183,19 @@ absl::StatusOr<Variable> Neg(const Variable& a) {
 }
 
 absl::StatusOr<Variable> Sum(const Variable& a,
-                             absl::Span<const int64_t> modes) {
+                             absl::Span<const int64_t> dims) {
   STRATA_RETURN_IF_ERROR(RequireFloating(a, "Sum"));
-  STRATA_ASSIGN_OR_RETURN(Tensor out, strata::Sum(a.value(), modes));
+  STRATA_ASSIGN_OR_RETURN(Tensor out, strata::Sum(a.value(), dims));
   const std::vector<int64_t> shape = a.value().shape();
-  const std::vector<int64_t> reduced(modes.begin(), modes.end());
+  const std::vector<int64_t> reduced(dims.begin(), dims.end());
   return Record(out, "Sum", {&a}, {},
                 [shape, reduced](const Tensor& g) -> absl::StatusOr<Grads> {
-                  // Put the reduced modes back as extent 1, then broadcast.
+                  // Put the reduced dims back as extent 1, then broadcast.
                   std::vector<int64_t> kept = shape;
                   for (int64_t m : reduced) kept[m] = 1;
-                  STRATA_ASSIGN_OR_RETURN(Tensor r,
-                                          strata::Reshape(g, ShapeTuple(kept)));
-                  STRATA_ASSIGN_OR_RETURN(
-                      Tensor b, strata::BroadcastTo(r, ShapeTuple(shape)));
+                  STRATA_ASSIGN_OR_RETURN(Tensor r, strata::Reshape(g, kept));
+                  STRATA_ASSIGN_OR_RETURN(Tensor b,
+                                          strata::BroadcastTo(r, shape));
                   STRATA_ASSIGN_OR_RETURN(Tensor c, strata::Contiguous(b));
                   return Grads{c};
                 });
@@ -247,7 +242,7 @@ absl::StatusOr<Variable> View(const char* name, const Variable& a,
 }
 
 absl::StatusOr<Tensor> ReshapeBack(const Tensor& g, const Tensor& input) {
-  return strata::Reshape(g, ShapeTuple(input.shape()));
+  return strata::Reshape(g, input.shape());
 }
 
 }  // namespace
@@ -281,7 +276,8 @@ absl::StatusOr<Variable> Slice(const Variable& a, int64_t dim, int64_t start,
       });
 }
 
-absl::StatusOr<Variable> Reshape(const Variable& a, const IntTuple& shape) {
+absl::StatusOr<Variable> Reshape(const Variable& a,
+                                 absl::Span<const int64_t> shape) {
   return View(
       "Reshape", a, [&](const Tensor& x) { return strata::Reshape(x, shape); },
       ReshapeBack);
@@ -300,7 +296,8 @@ absl::StatusOr<Variable> Unsqueeze(const Variable& a, int64_t dim) {
       [&](const Tensor& x) { return strata::Unsqueeze(x, dim); }, ReshapeBack);
 }
 
-absl::StatusOr<Variable> BroadcastTo(const Variable& a, const IntTuple& shape) {
+absl::StatusOr<Variable> BroadcastTo(const Variable& a,
+                                     absl::Span<const int64_t> shape) {
   return View(
       "BroadcastTo", a,
       [&](const Tensor& x) { return strata::BroadcastTo(x, shape); },
@@ -310,7 +307,7 @@ absl::StatusOr<Variable> BroadcastTo(const Variable& a, const IntTuple& shape) {
 }
 
 absl::StatusOr<Variable> BroadcastInDim(const Variable& a,
-                                        const IntTuple& shape,
+                                        absl::Span<const int64_t> shape,
                                         absl::Span<const int64_t> dims) {
   const std::vector<int64_t> d(dims.begin(), dims.end());
   return View(
@@ -329,7 +326,7 @@ absl::StatusOr<Variable> BroadcastInDim(const Variable& a,
           }
         }
         STRATA_ASSIGN_OR_RETURN(Tensor s, strata::Sum(g, modes));
-        return strata::Reshape(s, ShapeTuple(in));
+        return strata::Reshape(s, in);
       });
 }
 

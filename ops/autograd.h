@@ -55,8 +55,7 @@ absl::StatusOr<Variable> Mul(const Variable& a, const Variable& b);
 absl::StatusOr<Variable> Div(const Variable& a, const Variable& b);
 absl::StatusOr<Variable> Neg(const Variable& a);
 absl::StatusOr<Variable> Sum(const Variable& a);
-absl::StatusOr<Variable> Sum(const Variable& a,
-                             absl::Span<const int64_t> modes);
+absl::StatusOr<Variable> Sum(const Variable& a, absl::Span<const int64_t> dims);
 // Between floating dtypes only (ValueError otherwise).
 absl::StatusOr<Variable> Cast(const Variable& a, const SimpleDType& dtype);
 
@@ -65,12 +64,14 @@ absl::StatusOr<Variable> Permute(const Variable& a,
                                  absl::Span<const int64_t> perm);
 absl::StatusOr<Variable> Slice(const Variable& a, int64_t dim, int64_t start,
                                int64_t stop, int64_t step = 1);
-absl::StatusOr<Variable> Reshape(const Variable& a, const IntTuple& shape);
+absl::StatusOr<Variable> Reshape(const Variable& a,
+                                 absl::Span<const int64_t> shape);
 absl::StatusOr<Variable> AsStrided(const Variable& a, const Layout& layout,
                                    int64_t offset);
-absl::StatusOr<Variable> BroadcastTo(const Variable& a, const IntTuple& shape);
+absl::StatusOr<Variable> BroadcastTo(const Variable& a,
+                                     absl::Span<const int64_t> shape);
 absl::StatusOr<Variable> BroadcastInDim(const Variable& a,
-                                        const IntTuple& shape,
+                                        absl::Span<const int64_t> shape,
                                         absl::Span<const int64_t> dims);
 absl::StatusOr<Variable> Squeeze(const Variable& a,
                                  std::optional<int64_t> dim = std::nullopt);

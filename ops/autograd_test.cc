@@ -121,16 +121,16 @@ TEST(AutogradTest, ChainsWithViews) {
         if (!s.ok()) return s.status();
         auto u = autograd::Unsqueeze(*s, 0);
         if (!u.ok()) return u.status();
-        auto b = autograd::BroadcastTo(*u, IntTuple::Tuple({2, 3, 2}));
+        auto b = autograd::BroadcastTo(*u, {2, 3, 2});
         if (!b.ok()) return b.status();
-        auto r = autograd::Reshape(*b, IntTuple::Tuple({12}));
+        auto r = autograd::Reshape(*b, {12});
         if (!r.ok()) return r.status();
         return Total(autograd::Mul(*r, *r));
       });
   ExpectGradientsMatch(
       {Random({3}, 14)}, [](auto& v) -> absl::StatusOr<Variable> {
-        auto b = autograd::BroadcastInDim(v[0], IntTuple::Tuple({2, 3, 2}),
-                                          std::vector<int64_t>{1});
+        auto b =
+            autograd::BroadcastInDim(v[0], {2, 3, 2}, std::vector<int64_t>{1});
         if (!b.ok()) return b.status();
         auto sq = autograd::Squeeze(*autograd::Unsqueeze(*b, 3), 3);
         if (!sq.ok()) return sq.status();
@@ -182,8 +182,8 @@ TEST(AutogradTest, GradientsAccumulateAndErrorsAreClear) {
 }
 
 TEST(AutogradTest, BackwardRejectsMultiSubtensorValues) {
-  auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), 64);
-  auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), 2);
+  auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 64);
+  auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
   const Tensor mx = MakeTensor(*Representation::Create(
       dtypes::MXFP8E4M3(),
       {{dtypes::Float8E4M3FN(), values, 0,

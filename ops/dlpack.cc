@@ -108,8 +108,8 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
     int64_t extent, stride;
     if (!ModeAsSingleStride(layout, elements, i, &extent, &stride)) {
       const Layout mode = layout.mode(i);
-      return ValueErrorCat("ToDLPack: mode ", mode.ToString(), " of ",
-                           layout.ToString(),
+      return ValueErrorCat("ToDLPack: dim ", i, " (layout mode ",
+                           mode.ToString(), ") of ", layout.ToString(),
                            " does not coalesce to one extent and one stride");
     }
     context->shape.push_back(extent);
@@ -169,10 +169,11 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   uint8_t* origin = static_cast<uint8_t*>(t.data) + t.byte_offset;
   void* base = origin + first * element;
   STRATA_ASSIGN_OR_RETURN(
-      auto carrier,
-      ExternalCarrier::Create(dtype, span, span > 0 ? base : origin, [managed] {
-        if (managed->deleter != nullptr) managed->deleter(managed);
-      }));
+      auto carrier, ExternalCarrier::Create(
+                        *dtype, span, span > 0 ? base : origin, [managed] {
+                          if (managed->deleter != nullptr)
+                            managed->deleter(managed);
+                        }));
   return Tensor::Create(std::move(carrier), -first, layout);
 }
 

@@ -99,8 +99,8 @@ TEST(DLPackTest, RefusalsHaveNoEffect) {
   const Tensor recorded = *Tensor::Create(
       RecordedCarrier::Create(*dtypes::Float32(), 8), 0, L("8:1"));
   EXPECT_TRUE(IsValueError(ToDLPack(recorded).status()));
-  auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), 64);
-  auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), 2);
+  auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 64);
+  auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
   const Tensor mx = MakeTensor(*Representation::Create(
       dtypes::MXFP8E4M3(),
       {{dtypes::Float8E4M3FN(), values, 0, L("(2,32):(32,1)")},

@@ -280,16 +280,16 @@ absl::StatusOr<Tensor> Mul(const Tensor& a, const Tensor& b) {
 absl::StatusOr<Tensor> Div(const Tensor& a, const Tensor& b) {
   return BinaryOpTensor(BinaryOp::kDiv, a, b);
 }
-absl::Status AddOut(const Tensor& a, const Tensor& b, const Tensor& out) {
+absl::Status AddOut(const Tensor& out, const Tensor& a, const Tensor& b) {
   return BinaryOut(BinaryOp::kAdd, a, b, out);
 }
-absl::Status SubOut(const Tensor& a, const Tensor& b, const Tensor& out) {
+absl::Status SubOut(const Tensor& out, const Tensor& a, const Tensor& b) {
   return BinaryOut(BinaryOp::kSub, a, b, out);
 }
-absl::Status MulOut(const Tensor& a, const Tensor& b, const Tensor& out) {
+absl::Status MulOut(const Tensor& out, const Tensor& a, const Tensor& b) {
   return BinaryOut(BinaryOp::kMul, a, b, out);
 }
-absl::Status DivOut(const Tensor& a, const Tensor& b, const Tensor& out) {
+absl::Status DivOut(const Tensor& out, const Tensor& a, const Tensor& b) {
   return BinaryOut(BinaryOp::kDiv, a, b, out);
 }
 
@@ -371,7 +371,7 @@ absl::StatusOr<Tensor> NegImpl(const Tensor& a, const Tensor* out) {
 }  // namespace
 
 absl::StatusOr<Tensor> Neg(const Tensor& a) { return NegImpl(a, nullptr); }
-absl::Status NegOut(const Tensor& a, const Tensor& out) {
+absl::Status NegOut(const Tensor& out, const Tensor& a) {
   return NegImpl(a, &out).status();
 }
 

@@ -46,7 +46,7 @@ absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
       Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
                                          : IntTuple::Flat(shape)));
   STRATA_ASSIGN_OR_RETURN(auto carrier,
-                          HostCarrier::Create(&dtype, layout.size()));
+                          HostCarrier::Create(dtype, layout.size()));
   return Tensor::Create(carrier, 0, layout);
 }
 

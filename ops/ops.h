@@ -10,8 +10,12 @@
 // (NOTE [ Carrier ownership and aliasing ] in carrier/carrier.h). Results of
 // non-`Out` forms live in fresh, compact row-major host carriers.
 //
-// Shapes are the top-level extents of L_0; broadcasting follows NumPy
-// (trailing modes align, extent 1 stretches). Writing through a layout that
+// A Tensor's dims are the top-level modes of L_0 and its shape their extents
+// (Tensor::shape()); broadcasting follows NumPy (trailing dims align, extent 1
+// stretches). Errors begin with the operation's name ("Fill: ..."). The Tensor
+// an operation writes is its first argument (CopyFrom(dst, src), Fill(dst, v),
+// SetItem(t, c, v), Scatter(dst, ...), AddOut(out, a, b)), and dtype
+// descriptors are passed by reference. Writing through a layout that
 // maps two coordinates to one carrier value (a broadcast view, say) is a
 // ValueError, as in PyTorch; so is a write whose layout cannot be proven to
 // reach each value once within a fixed budget
@@ -62,9 +66,9 @@ namespace strata {
 absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
                              absl::Span<const int64_t> shape);
 
-// The value at a coordinate with one component per top-level mode (an integer
-// for a rank-1 Tensor); a component addresses its mode linearly
-// (colexicographically within a hierarchical mode) or hierarchically. Errors:
+// The value at a coordinate with one component per dim (an integer for a
+// rank-1 Tensor); a component addresses its dim linearly (colexicographically
+// within a hierarchical dim) or hierarchically. Errors:
 // ValueError for a coordinate of the wrong rank or congruence or out of range,
 // or a carrier without host data.
 absl::StatusOr<Scalar> GetItem(const Tensor& tensor, const IntTuple& coord);
@@ -90,19 +94,19 @@ absl::StatusOr<Tensor> Neg(const Tensor& a);
 // out = a op b, computed in the promoted dtype and stored in out's dtype; out's
 // shape must be the broadcast shape. out may be a or b exactly (in place), but
 // must not otherwise overlap them (ValueError).
-absl::Status AddOut(const Tensor& a, const Tensor& b, const Tensor& out);
-absl::Status SubOut(const Tensor& a, const Tensor& b, const Tensor& out);
-absl::Status MulOut(const Tensor& a, const Tensor& b, const Tensor& out);
-absl::Status DivOut(const Tensor& a, const Tensor& b, const Tensor& out);
-absl::Status NegOut(const Tensor& a, const Tensor& out);
+absl::Status AddOut(const Tensor& out, const Tensor& a, const Tensor& b);
+absl::Status SubOut(const Tensor& out, const Tensor& a, const Tensor& b);
+absl::Status MulOut(const Tensor& out, const Tensor& a, const Tensor& b);
+absl::Status DivOut(const Tensor& out, const Tensor& a, const Tensor& b);
+absl::Status NegOut(const Tensor& out, const Tensor& a);
 absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a,
                                       const Tensor& b);
 
-// The sum of all values (a rank-0 Tensor), or along `modes` (removed from the
+// The sum of all values (a rank-0 Tensor), or along `dims` (removed from the
 // shape). Floating sums keep the dtype (accumulated in double); integral sums
 // are int64.
 absl::StatusOr<Tensor> Sum(const Tensor& a);
-absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes);
+absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> dims);
 
 // A compact row-major copy; the same Tensor when already compact row-major.
 absl::StatusOr<Tensor> Contiguous(const Tensor& a);
@@ -113,12 +117,12 @@ absl::StatusOr<Tensor> Cast(const Tensor& a, const SimpleDType& dtype);
 bool IsCompactRowMajor(const Tensor& a);
 
 // PyTorch's scatter_: for every coordinate i of `index`,
-//   dst[i with mode `mode` replaced by index[i]] = src[i].
+//   dst[i with dim `dim` replaced by index[i]] = src[i].
 // index is int32/int64 of dst's rank, index extents <= src's, and <= dst's
-// except along `mode`. Every index value is checked against dst's extent before
+// except along `dim`. Every index value is checked against dst's extent before
 // any write. Errors: TypeError (index dtype), ValueError (ranks, extents, an
 // index out of range naming its position and value, dst overlapping itself).
-absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
+absl::Status Scatter(const Tensor& dst, int64_t dim, const Tensor& index,
                      const Tensor& src);
 
 }  // namespace strata

@@ -54,7 +54,7 @@ BENCHMARK(BM_CopyFromTransposedIntoExisting)->Unit(benchmark::kMillisecond);
 void BM_AddOutCompact(benchmark::State& state) {
   const Tensor a = Matrix(1), b = Matrix(2);
   const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});
-  for (auto _ : state) benchmark::DoNotOptimize(AddOut(a, b, out));
+  for (auto _ : state) benchmark::DoNotOptimize(AddOut(out, a, b));
   state.SetBytesProcessed(state.iterations() * 3 * kBytes);
 }
 BENCHMARK(BM_AddOutCompact)->Unit(benchmark::kMillisecond);

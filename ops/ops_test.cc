@@ -60,7 +60,7 @@ TEST(OpsTest, FillBumpsTheVersionOnceAndRefusesBroadcastViews) {
   ASSERT_TRUE(Fill(t, Scalar::Float(7)).ok());
   EXPECT_EQ(t.carrier()->version(), v + 1);
   EXPECT_EQ(At(t, {2, 3}), 7);
-  auto b = BroadcastTo(*Slice(t, 0, 0, 1), IntTuple::Tuple({3, 4}));
+  auto b = BroadcastTo(*Slice(t, 0, 0, 1), {3, 4});
   ASSERT_TRUE(b.ok());
   absl::Status s = Fill(*b, Scalar::Float(1));
   EXPECT_TRUE(IsValueError(s));
@@ -161,7 +161,7 @@ TEST(OpsTest, OutFormsInPlaceAndOverlap) {
   Tensor a = Iota("(4,4):(4,1)");
   Tensor b = Iota("4:1");
   const uint64_t v = a.carrier()->version();
-  ASSERT_TRUE(AddOut(a, b, a).ok()) << "in place";
+  ASSERT_TRUE(AddOut(a, a, b).ok()) << "in place";
   EXPECT_EQ(a.carrier()->version(), v + 1);
   EXPECT_EQ(At(a, {3, 3}), 15 + 3);
   auto shifted = AsStrided(a, L("(4,4):(4,1)"), 0);
@@ -169,12 +169,12 @@ TEST(OpsTest, OutFormsInPlaceAndOverlap) {
   auto partial = Slice(a, 0, 1, 4);
   ASSERT_TRUE(partial.ok());
   absl::Status overlap =
-      AddOut(*Slice(a, 0, 0, 3), *partial, *Slice(a, 0, 0, 3));
+      AddOut(*Slice(a, 0, 0, 3), *Slice(a, 0, 0, 3), *partial);
   EXPECT_TRUE(IsValueError(overlap)) << overlap;
   auto out = Zeros(*dtypes::Float64(), {4, 4});
-  ASSERT_TRUE(MulOut(a, b, *out).ok());
+  ASSERT_TRUE(MulOut(*out, a, b).ok());
   EXPECT_EQ(At(*out, {3, 3}), 18 * 3);
-  EXPECT_TRUE(IsValueError(AddOut(a, b, *Zeros(*dtypes::Float32(), {4}))));
+  EXPECT_TRUE(IsValueError(AddOut(*Zeros(*dtypes::Float32(), {4}), a, b)));
   EXPECT_TRUE(NegOut(b, b).ok());
   EXPECT_EQ(At(b, {3}), -3);
 }
@@ -269,8 +269,8 @@ TEST(OpsTest, StorageTypesAreNotArithmetic) {
 
 // Every operation rejects a multi-subtensor Tensor before any effect.
 TEST(OpsTest, MultiSubtensorTensorsAreRejectedBeforeEffects) {
-  auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), 64);
-  auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), 2);
+  auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 64);
+  auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
   const Tensor mx = MakeTensor(*Representation::Create(
       dtypes::MXFP8E4M3(),
       {{dtypes::Float8E4M3FN(), values, 0, L("(2,32):(32,1)")},
@@ -290,7 +290,7 @@ TEST(OpsTest, MultiSubtensorTensorsAreRejectedBeforeEffects) {
       {"Mul", Mul(mx, mx).status()},
       {"Div", Div(mx, plain).status()},
       {"Neg", Neg(mx).status()},
-      {"AddOut", AddOut(plain, plain, mx)},
+      {"AddOut", AddOut(mx, plain, plain)},
       {"Sum", Sum(mx).status()},
       {"Contiguous", Contiguous(mx).status()},
       {"Clone", Clone(mx).status()},
@@ -314,7 +314,7 @@ TEST(OpsProperties, AddMatchesANaiveLoopOverRandomLayouts) {
   testing::RandomLayouts gen(31);
   for (int n = 0; n < 200; ++n) {
     const Layout la = gen.Injective(4, 4, 2);
-    auto ca = *HostCarrier::Create(dtypes::Float64(), la.cosize());
+    auto ca = *HostCarrier::Create(*dtypes::Float64(), la.cosize());
     Tensor a = *Tensor::Create(ca, 0, la);
     auto* data = static_cast<double*>(ca->mutable_data());
     for (int64_t i = 0; i < la.cosize(); ++i) data[i] = gen.Uniform(-50, 50);

@@ -75,7 +75,7 @@ struct Source {
 
 absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                                            const CompoundDType& format,
-                                           int64_t blocked_mode) {
+                                           int64_t blocked_dim) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "QuantizeBlockScaled"));
   const SimpleDType* in = src.dtype().AsSimple();
   if (in != dtypes::Float32() && in != dtypes::Float16() &&
@@ -104,28 +104,28 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   const int64_t block = rule->block_size();
   const auto modes = TopLevelModes(src.layout());
   const int64_t rank = modes.size();
-  if (blocked_mode < 0 || blocked_mode >= rank) {
-    return ValueErrorCat("QuantizeBlockScaled: blocked mode ", blocked_mode,
+  if (blocked_dim < 0 || blocked_dim >= rank) {
+    return ValueErrorCat("QuantizeBlockScaled: blocked dim ", blocked_dim,
                          " is out of range for rank ", rank);
   }
-  const int64_t extent = modes[blocked_mode].size();
+  const int64_t extent = modes[blocked_dim].size();
   if (extent % block != 0) {
-    return ValueErrorCat("QuantizeBlockScaled: blocked mode ", blocked_mode,
+    return ValueErrorCat("QuantizeBlockScaled: blocked dim ", blocked_dim,
                          " has extent ", extent, ", not divisible by the ",
                          format.name(), " block size ", block);
   }
   STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
-  // Shapes: outer modes, the blocked mode, inner modes (row-major).
+  // Shapes: outer dims, the blocked dim, inner dims (row-major).
   int64_t outer = 1, inner = 1;
   for (int64_t j = 0; j < rank; ++j) {
-    if (j < blocked_mode) outer *= modes[j].size();
-    if (j > blocked_mode) inner *= modes[j].size();
+    if (j < blocked_dim) outer *= modes[j].size();
+    if (j > blocked_dim) inner *= modes[j].size();
   }
   const int64_t blocks = extent / block;
   const int64_t total = outer * extent * inner;
-  STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(element, total));
+  STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
   STRATA_ASSIGN_OR_RETURN(auto scales,
-                          HostCarrier::Create(scale, total / block));
+                          HostCarrier::Create(*scale, total / block));
 
   // Layouts of the result (see the header).
   std::vector<IntTuple> shape, l0_stride, scale_shape, s0_stride;
@@ -138,10 +138,10 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   running = 1;
   for (int64_t j = 0; j < rank; ++j) {
     weights[j] = running;
-    running *= j == blocked_mode ? blocks : modes[j].size();
+    running *= j == blocked_dim ? blocks : modes[j].size();
   }
   for (int64_t j = 0; j < rank; ++j) {
-    if (j == blocked_mode) {
+    if (j == blocked_dim) {
       shape.push_back(IntTuple::Tuple({block, blocks}));
       l0_stride.push_back(
           IntTuple::Tuple({row_major[j], row_major[j] * block}));
@@ -164,12 +164,11 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
       Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
 
   // The kernel: every block of every (outer, inner) pair.
-  const std::vector<int64_t> outer_off =
-      RowMajorOffsets(modes, 0, blocked_mode);
+  const std::vector<int64_t> outer_off = RowMajorOffsets(modes, 0, blocked_dim);
   const std::vector<int64_t> block_off =
-      RowMajorOffsets(modes, blocked_mode, blocked_mode + 1);
+      RowMajorOffsets(modes, blocked_dim, blocked_dim + 1);
   const std::vector<int64_t> inner_off =
-      RowMajorOffsets(modes, blocked_mode + 1, rank);
+      RowMajorOffsets(modes, blocked_dim + 1, rank);
   const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
   auto* out_values = static_cast<uint8_t*>(values->mutable_data());
   auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());

@@ -12,9 +12,9 @@ namespace strata {
 
 // Quantizes `src` (one subtensor of float32, float16 or bfloat16, any layout)
 // to `format` (mxfp8_e4m3, mxfp4 or nvfp4) with blocks of B consecutive values
-// along the top-level mode `blocked_mode`. Returns a new two-level Tensor over
-// fresh host carriers: values row-major with the blocked mode written (B, n/B),
-// scales row-major over the shape with n/B in the blocked mode, and S_0 = one
+// along dim `blocked_dim`. Returns a new two-level Tensor over
+// fresh host carriers: values row-major with the blocked dim written (B, n/B),
+// scales row-major over the shape with n/B in the blocked dim, and S_0 = one
 // scale per block (NOTE [ The block-scaling rule ]).
 //
 // MX formats follow the OCP Microscaling specification v1.0 (section 6.3): the
@@ -29,11 +29,11 @@ namespace strata {
 //
 // Errors, all before anything is allocated: OneSubtensorRequired for a
 // multi-subtensor src; TypeError for a non-float src; ValueError for a format
-// that is not block-scaled, a blocked mode out of range or of an extent not
+// that is not block-scaled, a blocked dim out of range or of an extent not
 // divisible by B, or a carrier without host data.
 absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                                            const CompoundDType& format,
-                                           int64_t blocked_mode);
+                                           int64_t blocked_dim);
 
 }  // namespace strata
 

@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kN = 4096;
 
 Tensor Source() {
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), kN * kN);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), kN * kN);
   auto* f = static_cast<float*>(carrier->mutable_data());
   for (int64_t i = 0; i < kN * kN; ++i)
     f[i] = std::sin(0.001f * i) * (1 + i % 97);

@@ -100,7 +100,7 @@ std::vector<float> RandomValues(int64_t n, uint64_t seed, bool specials) {
 }
 
 Tensor FloatTensor(const std::vector<float>& v, const std::string& layout) {
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), v.size());
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), v.size());
   std::memcpy(carrier->mutable_data(), v.data(), 4 * v.size());
   return *Tensor::Create(carrier, 0, *ParseLayout(layout));
 }
@@ -203,7 +203,7 @@ TEST(QuantizeTest, RankThreeBlockedInTheMiddle) {
 TEST(QuantizeTest, FastEncodersAgreeWithTheGenericOnes) {
   // Every float16 bit pattern, as float: the MX kernel's encoders vs MiniFloat.
   const Tensor src = [] {
-    auto carrier = *HostCarrier::Create(dtypes::Float16(), 65536);
+    auto carrier = *HostCarrier::Create(*dtypes::Float16(), 65536);
     auto* h = static_cast<uint16_t*>(carrier->mutable_data());
     for (int i = 0; i < 65536; ++i) h[i] = static_cast<uint16_t>(i);
     return *Tensor::Create(carrier, 0, *ParseLayout("(32,2048):(1,32)"));
@@ -236,7 +236,7 @@ TEST(QuantizeTest, FastEncodersAgreeWithTheGenericOnes) {
 
 TEST(QuantizeTest, HalfAndBFloat16Sources) {
   for (const SimpleDType* dtype : {dtypes::Float16(), dtypes::BFloat16()}) {
-    auto carrier = *HostCarrier::Create(dtype, 64);
+    auto carrier = *HostCarrier::Create(*dtype, 64);
     auto* h = static_cast<uint16_t*>(carrier->mutable_data());
     for (int i = 0; i < 64; ++i) {
       const float x = 0.37f * (i - 30);
@@ -293,7 +293,7 @@ TEST(QuantizeTest, QuantizedTensorsSurviveDumpReplayDump) {
 
 TEST(QuantizeTest, ErrorsComeBeforeAnyAllocation) {
   const Tensor f = FloatTensor(std::vector<float>(96, 1.0f), "(3,32):(32,1)");
-  auto ints = *Tensor::Create(*HostCarrier::Create(dtypes::Int32(), 64), 0,
+  auto ints = *Tensor::Create(*HostCarrier::Create(*dtypes::Int32(), 64), 0,
                               *ParseLayout("64:1"));
   EXPECT_TRUE(
       IsTypeError(QuantizeBlockScaled(ints, *dtypes::MXFP8E4M3(), 0).status()));

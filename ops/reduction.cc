@@ -37,7 +37,7 @@ absl::StatusOr<Tensor> Sum(const Tensor& a) {
   return Sum(a, all);
 }
 
-absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
+absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> dims) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, "Sum"));
   STRATA_RETURN_IF_ERROR(RequireData(a, "Sum"));
   const SimpleDType& d = DTypeOf(a);
@@ -47,9 +47,9 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
   }
   const std::vector<int64_t> shape = a.shape();
   std::vector<bool> reduced(shape.size(), false);
-  for (int64_t m : modes) {
+  for (int64_t m : dims) {
     if (m < 0 || m >= static_cast<int64_t>(shape.size()) || reduced[m]) {
-      return ValueErrorCat("Sum: mode ", m,
+      return ValueErrorCat("Sum: dim ", m,
                            " is out of range or repeated for rank ",
                            shape.size());
     }
@@ -62,7 +62,7 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> modes) {
   const SimpleDType& result = d.is_floating() ? d : *dtypes::Int64();
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(result, out_shape));
   // The accumulator, seen through a layout of a's shape with stride 0 on
-  // reduced modes.
+  // reduced dims.
   std::vector<ModeAccess> acc_access(shape.size());
   {
     int64_t stride = 1;

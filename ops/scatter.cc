@@ -38,7 +38,7 @@ using ops_internal::ShapeText;
 using ops_internal::StoreDouble;
 using ops_internal::StoreInt;
 
-absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
+absl::Status Scatter(const Tensor& dst, int64_t dim, const Tensor& index,
                      const Tensor& src) {
   for (const Tensor* t : {&dst, &index, &src}) {
     STRATA_RETURN_IF_ERROR(RequireKernelTensor(*t, "Scatter"));
@@ -58,23 +58,23 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
                          ShapeText(ishape), " and src ", ShapeText(sshape),
                          " must have one rank");
   }
-  if (mode < 0 || mode >= rank) {
-    return ValueErrorCat("Scatter: mode ", mode, " is out of range for rank ",
+  if (dim < 0 || dim >= rank) {
+    return ValueErrorCat("Scatter: dim ", dim, " is out of range for rank ",
                          rank);
   }
   for (int64_t d = 0; d < rank; ++d) {
-    if (ishape[d] > sshape[d] || (d != mode && ishape[d] > dshape[d])) {
+    if (ishape[d] > sshape[d] || (d != dim && ishape[d] > dshape[d])) {
       return ValueErrorCat("Scatter: index shape ", ShapeText(ishape),
                            " exceeds src ", ShapeText(sshape), " or dst ",
-                           ShapeText(dshape), " at mode ", d);
+                           ShapeText(dshape), " at dim ", d);
     }
   }
   STRATA_RETURN_IF_ERROR(RequireWritable(dst, "Scatter"));
   const auto dmodes = TopLevelModes(dst.layout());
   std::vector<ModeAccess> dst_access =
       AlignedAccess(dst.layout(), ishape, true);
-  dst_access[mode] = ModeAccess();  // The index value chooses this coordinate.
-  const ModeAccess chosen = MakeModeAccess(dmodes[mode], false);
+  dst_access[dim] = ModeAccess();  // The index value chooses this coordinate.
+  const ModeAccess chosen = MakeModeAccess(dmodes[dim], false);
   const std::array<std::vector<ModeAccess>, 3> ops = {
       AlignedAccess(index.layout(), ishape, true),
       AlignedAccess(src.layout(), ishape, true), dst_access};
@@ -84,11 +84,11 @@ absl::Status Scatter(const Tensor& dst, int64_t mode, const Tensor& index,
   // Pass 1: every index value in range, before any write.
   absl::Status bad;
   int64_t position = 0;
-  const int64_t limit = dshape[mode];
+  const int64_t limit = dshape[dim];
   auto report = [&](int64_t v) {
     bad = ValueErrorCat("Scatter: index value ", v, " at row-major position ",
-                        position, " is outside [0, ", limit, ") of dst mode ",
-                        mode);
+                        position, " is outside [0, ", limit, ") of dst dim ",
+                        dim);
   };
   if (&id == dtypes::Int64()) {
     const int64_t* ix = static_cast<const int64_t*>(idx);

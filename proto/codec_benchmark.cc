@@ -15,7 +15,7 @@ Tensor Example(int which, bool mib) {
   if (!mib) return *MakeExample(which == 0 ? "float32_4x8" : "mxfp8_4x64");
   // 1 MiB of values: 512x512 float32, or a 1024x1024 mxfp8 tensor.
   if (which == 0) {
-    auto c = *HostCarrier::Create(dtypes::Float32(), 512 * 512);
+    auto c = *HostCarrier::Create(*dtypes::Float32(), 512 * 512);
     return *Tensor::Create(c, 0, *ParseLayout("(512,512):(512,1)"));
   }
   return *MakeExample("mxfp8_4x64");

@@ -377,7 +377,7 @@ TEST(CodecTest, DumpReplayDumpIsStableOverRandomRepresentations) {
     const int64_t size = offset + l0.cosize() + gen.Uniform(0, 4);
     if (n % 2 == 0) {
       auto carrier =
-          *HostCarrier::Create(dtypes::Int16(), size, gen.Uniform(0, 9));
+          *HostCarrier::Create(*dtypes::Int16(), size, gen.Uniform(0, 9));
       auto t = Tensor::Create(carrier, offset, l0);
       ASSERT_TRUE(t.ok()) << l0.ToString() << ": " << t.status();
       const std::string text = ToText(ToProto(*t, {true}));
@@ -391,8 +391,8 @@ TEST(CodecTest, DumpReplayDumpIsStableOverRandomRepresentations) {
           [&](size_t, int64_t) { return gen.Uniform(0, 2); });
       const Layout s0 = *Layout::Create(l0.shape(), s_stride);
       if (s0.max_index() >= l1.size()) continue;
-      auto values = *HostCarrier::Create(dtypes::Float8E4M3FN(), size);
-      auto scales = *HostCarrier::Create(dtypes::Float8E8M0FNU(), l1.cosize());
+      auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), size);
+      auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), l1.cosize());
       // Registered so that replay finds it by name; no block rule, any S_0.
       static const CompoundDType* two_level = [] {
         const CompoundDType* d = *CompoundDType::Create(

@@ -30,9 +30,9 @@ absl::StatusOr<Tensor> BlockScaled(const CompoundDType* dtype, int64_t rows,
   const SimpleDType* scale_type = dtype->simple_types()[1];
   const int64_t blocks = cols / block;
   STRATA_ASSIGN_OR_RETURN(auto values,
-                          HostCarrier::Create(value_type, rows * cols));
+                          HostCarrier::Create(*value_type, rows * cols));
   STRATA_ASSIGN_OR_RETURN(auto scales,
-                          HostCarrier::Create(scale_type, rows * blocks));
+                          HostCarrier::Create(*scale_type, rows * blocks));
   FillPattern(*values, values->size_in_bytes(), 1);
   FillPattern(*scales, scales->size_in_bytes(), 120);
   const IntTuple shape =
@@ -65,7 +65,7 @@ std::vector<std::string> ExampleNames() {
 absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
   if (name == "float32_4x8") {
     STRATA_ASSIGN_OR_RETURN(auto carrier,
-                            HostCarrier::Create(dtypes::Float32(), 32));
+                            HostCarrier::Create(*dtypes::Float32(), 32));
     auto* data = static_cast<float*>(carrier->mutable_data());
     for (int i = 0; i < 32; ++i) data[i] = 0.5f * i;
     STRATA_ASSIGN_OR_RETURN(Layout row_major, ParseLayout("(4,8):(8,1)"));

@@ -27,10 +27,11 @@ using testing::L;
 
 TEST(ConcurrencyTest, ReadersAndAMutatorShareCarriers) {
   std::shared_ptr<Carrier> values =
-      *HostCarrier::Create(dtypes::Float8E4M3FN(), 256);
+      *HostCarrier::Create(*dtypes::Float8E4M3FN(), 256);
   std::shared_ptr<Carrier> scales =
-      *HostCarrier::Create(dtypes::Float8E8M0FNU(), 8);
-  std::shared_ptr<Carrier> floats = *HostCarrier::Create(dtypes::Float32(), 64);
+      *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 8);
+  std::shared_ptr<Carrier> floats =
+      *HostCarrier::Create(*dtypes::Float32(), 64);
   const Tensor writable = *Tensor::Create(floats, 0, L("(8,8):(8,1)"));
   std::atomic<bool> stop{false};
   std::atomic<int> failures{0};

@@ -33,7 +33,7 @@ std::vector<int64_t> RowMajorDecode(int64_t index,
 Tensor Iota(absl::string_view layout, const SimpleDType* dtype, int64_t offset,
             double scale) {
   const Layout l = L(layout);
-  auto carrier = *HostCarrier::Create(dtype, offset + l.cosize());
+  auto carrier = *HostCarrier::Create(*dtype, offset + l.cosize());
   Tensor t = *Tensor::Create(carrier, offset, l);
   for (int64_t k = 0; k < t.size(); ++k) {
     const IntTuple c = IntTuple::Flat(RowMajorDecode(k, t.shape()));

@@ -34,7 +34,7 @@ using testing::L;
 Tensor Make(const SimpleDType* dtype, const std::string& layout,
             int64_t extra = 0) {
   const Layout l = L(layout);
-  auto carrier = HostCarrier::Create(dtype, l.cosize() + extra);
+  auto carrier = HostCarrier::Create(*dtype, l.cosize() + extra);
   EXPECT_TRUE(carrier.ok()) << carrier.status();
   auto t = Tensor::Create(*carrier, 0, l);
   EXPECT_TRUE(t.ok()) << t.status();
@@ -101,7 +101,7 @@ TEST(TotalApiTest, AutogradOpsOnBlockScaledLeafAreOneSubtensorErrors) {
 
 TEST(TotalApiTest, WritesThroughHugeNonInjectiveLayoutAreValueErrors) {
   // (1048576,1048576):(1,1) reaches 2^21 - 1 indices with 2^40 coordinates.
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), (1 << 21) - 1);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), (1 << 21) - 1);
   const Tensor dst = *Tensor::Create(carrier, 0, L("(1048576,1048576):(1,1)"));
   const Tensor one = *Zeros(*dtypes::Float32(), {});
   const ErrorKind k = ErrorKind::kValueError;
@@ -114,16 +114,16 @@ TEST(TotalApiTest, WritesThroughHugeNonInjectiveLayoutAreValueErrors) {
 TEST(TotalApiTest, InjectivityIsDecidedWithoutOneEntryPerCoordinate) {
   const Tensor index = *Zeros(*dtypes::Int64(), {1, 1});
   const Tensor src = *Zeros(*dtypes::Float32(), {1, 1});
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), (1 << 21) - 1);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), (1 << 21) - 1);
   const Tensor dst = *Tensor::Create(carrier, 0, L("(1048576,1048576):(1,1)"));
   const Tensor a = *Zeros(*dtypes::Float32(), {1048576, 1});
   ExpectCleanRefusal(
       ErrorKind::kValueError, dst, [&] { return Scatter(dst, 0, index, src); },
       "Scatter");
   ExpectCleanRefusal(
-      ErrorKind::kValueError, dst, [&] { return AddOut(a, a, dst); }, "AddOut");
+      ErrorKind::kValueError, dst, [&] { return AddOut(dst, a, a); }, "AddOut");
   ExpectCleanRefusal(
-      ErrorKind::kValueError, dst, [&] { return NegOut(src, dst); }, "NegOut");
+      ErrorKind::kValueError, dst, [&] { return NegOut(dst, src); }, "NegOut");
   // Interleaved strides, decided exactly within the budget.
   const Tensor injective = Make(dtypes::Float32(), "(3,4):(2,3)");
   EXPECT_TRUE(Fill(injective, Scalar::Float(2)).ok());
@@ -134,7 +134,7 @@ TEST(TotalApiTest, InjectivityIsDecidedWithoutOneEntryPerCoordinate) {
       "(3,4):(1,2) reaches index 2 twice");
   // Interleaved strides over more than the budget's range: unprovable, refused
   // before any write (the 402 MB carrier is mapped, never touched).
-  auto big = *HostCarrier::Create(dtypes::UInt8(), 3 * (int64_t{1} << 27) + 2);
+  auto big = *HostCarrier::Create(*dtypes::UInt8(), 3 * (int64_t{1} << 27) + 2);
   const Tensor wide = *Tensor::Create(big, 0, L("(3,134217728):(2,3)"));
   const MutationSnapshot before = wide.Snapshot();
   const absl::Status status = Fill(wide, Scalar::Int(1));
@@ -147,7 +147,7 @@ TEST(TotalApiTest, InjectivityIsDecidedWithoutOneEntryPerCoordinate) {
 TEST(TotalApiTest, ReadsOfHugeHierarchicalModesAreRefusedNotAllocated) {
   // One top-level mode of 2^40 coordinates over 2^20 carrier values: walking
   // it would need a 2^40-entry offset table.
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), 1 << 20);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 1 << 20);
   const Tensor t =
       *Tensor::Create(carrier, 0, L("((1048576,1048576)):((0,1))"));
   const ErrorKind k = ErrorKind::kValueError;
@@ -203,7 +203,7 @@ TEST(TotalApiTest, UserCreatedDTypesAreRefusedByEveryKernelWithTypeError) {
     ExpectCleanRefusal(
         k, t, [&] { return Add(t, f32).status(); }, n + " Add");
     ExpectCleanRefusal(
-        k, t, [&] { return AddOut(f32, f32, t); }, n + " Out");
+        k, t, [&] { return AddOut(t, f32, f32); }, n + " Out");
     ExpectCleanRefusal(
         k, t, [&] { return Neg(t).status(); }, n + " Neg");
     ExpectCleanRefusal(
@@ -250,7 +250,7 @@ TEST(TotalApiTest, OneSubtensorCompoundDTypeIsRefusedByKernels) {
   // logical dtype is not simple: kernels must refuse it, not downcast it.
   const CompoundDType* wrapped =
       *CompoundDType::Create("wrapped_f32", {dtypes::Float32()});
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), 4);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 4);
   std::vector<SubtensorCandidate> levels(1);
   levels[0].storage_dtype = dtypes::Float32();
   levels[0].carrier = carrier;
@@ -319,7 +319,7 @@ TEST(TotalApiTest, ReleaseWhileExportedThroughDLPackKeepsTheImportValid) {
 // --- Item 5: an empty placement past the end of its carrier.
 
 TEST(TotalApiTest, EmptyPlacementAtOffsetPastTheEndIsValueError) {
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), 4);
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 4);
   const auto past = Tensor::Create(carrier, 5, L("0:1"));
   EXPECT_TRUE(IsValueError(past.status())) << past.status();
   EXPECT_NE(past.status().message().find("exceeds the carrier size"),
@@ -344,7 +344,7 @@ TEST(TotalApiTest, SubWithExactlyOneBoolOperandIsTypeError) {
   EXPECT_TRUE(IsTypeError(Sub(b, b).status()));
   const Tensor out = Make(dtypes::Float32(), "3:1");
   ExpectCleanRefusal(
-      ErrorKind::kTypeError, out, [&] { return SubOut(f, b, out); }, "SubOut");
+      ErrorKind::kTypeError, out, [&] { return SubOut(out, f, b); }, "SubOut");
   EXPECT_TRUE(Add(b, i).ok());  // Add and Mul with bool are fine.
   EXPECT_TRUE(Mul(i, b).ok());
 }
@@ -361,7 +361,7 @@ TEST(TotalApiTest, NegOfPositiveZeroIsNegativeZero) {
       EXPECT_TRUE(std::signbit(v)) << d->name();
     }
     const Tensor out = Make(d, "2:1");
-    ASSERT_TRUE(NegOut(zero, out).ok());
+    ASSERT_TRUE(NegOut(out, zero).ok());
     EXPECT_TRUE(std::signbit(GetItem(out, IntTuple(1))->as_double()));
   }
   // Integers wrap: -INT64_MIN is INT64_MIN.
@@ -394,7 +394,7 @@ TEST(TotalApiTest, MixedIntegerFloatArithmeticComputesInThePromotedType) {
   // AddOut into float64 still computes in the promoted float32.
   const Tensor out = Make(dtypes::Float64(), "1:1");
   ASSERT_TRUE(Fill(i, Scalar::Int(16777217)).ok());
-  ASSERT_TRUE(AddOut(i, f, out).ok());
+  ASSERT_TRUE(AddOut(out, i, f).ok());
   EXPECT_EQ(GetItem(out, IntTuple(0))->as_double(), 16777216.0);
 }
 

@@ -5,7 +5,7 @@
 namespace {
 
 TEST(UmbrellaTest, TheReadmeExampleWorks) {
-  auto carrier = strata::HostCarrier::Create(strata::dtypes::Float32(), 32);
+  auto carrier = strata::HostCarrier::Create(*strata::dtypes::Float32(), 32);
   auto layout = strata::ParseLayout("(4,8):(8,1)");  // 4x8 row-major
   auto tensor = strata::Tensor::Create(*carrier, /*offset=*/0, *layout);
   ASSERT_TRUE(tensor.ok()) << strata::FormatError(tensor.status());

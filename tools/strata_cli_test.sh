@@ -70,7 +70,7 @@ out=$("$strata" view "$golden/mxfp8_4x64.textproto" slice 0 1 3 1); status=$?
 echo "$out" | grep -q 'offset: 2' || fail "view slice narrows the scales: $out"
 out=$("$strata" view "$golden/float32_4x8.textproto" squeeze 0); status=$?
 [ "$status" = 1 ] || fail "view squeeze of a non-1 mode exit $status"
-echo "$out" | grep -q 'float32_4x8.textproto: ValueError: squeeze: mode 0 has extent 4' || fail "$out"
+echo "$out" | grep -q 'float32_4x8.textproto: ValueError: Squeeze: dim 0 has extent 4' || fail "$out"
 out=$("$strata" view "$golden/float32_4x8.textproto" slice 1 0 8 -1); status=$?
 [ "$status" = 1 ] || fail "negative step is a step, exit $status: $out"
 "$strata" view "$golden/float32_4x8.textproto" frobnicate >/dev/null 2>&1; status=$?

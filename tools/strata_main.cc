@@ -40,6 +40,8 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/batch.h"
+#include "layout/checked_math.h"
+#include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "layout/show.h"
 #include "ops/quantize.h"
@@ -300,7 +302,21 @@ absl::StatusOr<Tensor> ApplyView(const Tensor& t, const std::string& op,
     return Slice(t, v[0], v[1], v[2], v[3]);
   }
   if (op == "reshape" || op == "broadcast_to" || op == "broadcast_in_dim") {
-    STRATA_ASSIGN_OR_RETURN(IntTuple shape, TupleArg(op + " SHAPE", a[0]));
+    STRATA_ASSIGN_OR_RETURN(IntTuple tuple, TupleArg(op + " SHAPE", a[0]));
+    // A nested element of SHAPE counts as its size (the tool's notation).
+    std::vector<int64_t> shape;
+    const int rank = tuple.is_leaf() ? 1 : tuple.rank();
+    for (int i = 0; i < rank; ++i) {
+      const IntTuple element = tuple.is_leaf() ? tuple : tuple[i];
+      int64_t size = 1;
+      for (int64_t leaf : element.leaves()) {
+        if (leaf < 0 || !CheckedMul(size, leaf, &size)) {
+          return ValueErrorCat(op, " SHAPE: ", a[0],
+                               " has a negative or overflowing extent");
+        }
+      }
+      shape.push_back(size);
+    }
     if (op == "reshape") return Reshape(t, shape);
     if (op == "broadcast_to") return BroadcastTo(t, shape);
     STRATA_ASSIGN_OR_RETURN(auto dims, IntegersArg(op + " DIMS", a[1]));
@@ -425,7 +441,7 @@ absl::Status DemoSteps() {
 
   // 1. A conventional float32 Tensor: one carrier, one placement layout.
   STRATA_ASSIGN_OR_RETURN(auto carrier,
-                          HostCarrier::Create(dtypes::Float32(), 32));
+                          HostCarrier::Create(*dtypes::Float32(), 32));
   STRATA_ASSIGN_OR_RETURN(const Layout row_major, ParseLayout("(4,8):(8,1)"));
   STRATA_ASSIGN_OR_RETURN(const Tensor tensor,
                           Tensor::Create(carrier, 0, row_major));
@@ -445,7 +461,7 @@ absl::Status DemoSteps() {
   //    scale per 32 values of the last mode, linked by a stride-0 adjacent
   //    layout.
   STRATA_ASSIGN_OR_RETURN(auto source_carrier,
-                          HostCarrier::Create(dtypes::Float32(), 4 * 64));
+                          HostCarrier::Create(*dtypes::Float32(), 4 * 64));
   auto* source_values = static_cast<float*>(source_carrier->mutable_data());
   for (int i = 0; i < 4 * 64; ++i) {
     source_values[i] = std::ldexp(std::sin(0.37f * i), i / 32 - 2);

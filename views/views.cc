@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
@@ -112,10 +113,20 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
 
+// Errors of the public views begin with the function's name (the factory's and
+// the dtype rules' errors get it as context).
+absl::StatusOr<Tensor> Named(absl::string_view op,
+                             absl::StatusOr<Tensor> result) {
+  if (result.ok() ||
+      absl::StartsWith(result.status().message(), absl::StrCat(op, ": "))) {
+    return result;
+  }
+  return WithContext(result.status(), op);
+}
+
 absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
   if (dim < 0 || dim >= rank) {
-    return ValueErrorCat(op, ": dimension ", dim, " is out of range for rank ",
-                         rank);
+    return ValueErrorCat(op, ": dim ", dim, " is out of range for rank ", rank);
   }
   return absl::OkStatus();
 }
@@ -140,7 +151,7 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
     const size_t axes = extents.size();
     auto not_a_box = [&](absl::string_view why) {
       return ValueErrorCat(
-          "view: level ", level, " cannot be narrowed exactly: ", why,
+          "level ", level, " cannot be narrowed exactly: ", why,
           " (adjacent layout ", reached.ToString(), " from index ", base,
           " into placement ", placement.ToString(), ")");
     };
@@ -200,7 +211,7 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
       int64_t shift;
       if (!CheckedMul(digit[m], strides[m], &shift) ||
           !CheckedAdd(offset, shift, &offset)) {
-        return ValueErrorCat("view: level ", level, " offset overflows");
+        return ValueErrorCat("level ", level, " offset overflows");
       }
     }
     const IntTuple box_shape = axes == 1 && placement.shape().is_leaf()
@@ -243,15 +254,8 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 
 }  // namespace
 
-std::vector<int64_t> LogicalShape(const Tensor& tensor) {
-  std::vector<int64_t> shape;
-  for (const Layout& m : TopLevelModes(tensor.layout()))
-    shape.push_back(m.size());
-  return shape;
-}
-
-absl::StatusOr<Tensor> Permute(const Tensor& tensor,
-                               absl::Span<const int64_t> perm) {
+static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
+                                          absl::Span<const int64_t> perm) {
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     absl::InlinedVector<bool, 8> seen(rank, false);
@@ -264,21 +268,26 @@ absl::StatusOr<Tensor> Permute(const Tensor& tensor,
       out.push_back({static_cast<int>(p), 0});
     }
     if (!valid) {
-      return ValueErrorCat("permute: (", absl::StrJoin(perm, ","),
+      return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
                            ") is not a permutation of the ", rank, " modes");
     }
     return out;
   });
 }
 
-absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
-                               std::optional<int64_t> dim) {
+absl::StatusOr<Tensor> Permute(const Tensor& tensor,
+                               absl::Span<const int64_t> perm) {
+  return Named("Permute", PermuteImpl(tensor, perm));
+}
+
+static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
+                                          std::optional<int64_t> dim) {
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     if (dim.has_value()) {
-      STRATA_RETURN_IF_ERROR(CheckDim("squeeze", *dim, in.size()));
+      STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
       if (in[*dim] != 1) {
-        return ValueErrorCat("squeeze: mode ", *dim, " has extent ", in[*dim],
-                             "; only a mode of extent 1 can be removed");
+        return ValueErrorCat("Squeeze: dim ", *dim, " has extent ", in[*dim],
+                             "; only a dim of extent 1 can be removed");
       }
     }
     ModeSpecs out;
@@ -291,11 +300,16 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
   });
 }
 
-absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
+absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
+                               std::optional<int64_t> dim) {
+  return Named("Squeeze", SqueezeImpl(tensor, dim));
+}
+
+static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     if (dim < 0 || dim > rank) {
-      return ValueErrorCat("unsqueeze: position ", dim, " is out of range [0, ",
+      return ValueErrorCat("Unsqueeze: position ", dim, " is out of range [0, ",
                            rank, "]");
     }
     ModeSpecs out;
@@ -306,6 +320,10 @@ absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
     if (dim == rank) out.push_back({-1, 1});
     return out;
   });
+}
+
+absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
+  return Named("Unsqueeze", UnsqueezeImpl(tensor, dim));
 }
 
 namespace {
@@ -330,14 +348,14 @@ absl::StatusOr<std::vector<int64_t>> TargetExtents(absl::string_view op,
 
 }  // namespace
 
-absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
-                                   const IntTuple& shape) {
+static absl::StatusOr<Tensor> BroadcastToImpl(const Tensor& tensor,
+                                              const IntTuple& shape) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("broadcast_to", shape));
+                          TargetExtents("BroadcastTo", shape));
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     if (static_cast<int64_t>(target.size()) < rank) {
-      return ValueErrorCat("broadcast_to: shape ", shape.ToString(), " has ",
+      return ValueErrorCat("BroadcastTo: shape ", shape.ToString(), " has ",
                            target.size(), " modes, fewer than the Tensor's ",
                            rank);
     }
@@ -350,7 +368,7 @@ absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
       } else if (in[source] == target[p]) {
         out.push_back({static_cast<int>(source), 0});
       } else {
-        return ValueErrorCat("broadcast_to: mode ", source, " of extent ",
+        return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
                              in[source], " cannot broadcast to extent ",
                              target[p]);
       }
@@ -359,11 +377,16 @@ absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
   });
 }
 
-absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
-                                      const IntTuple& shape,
-                                      absl::Span<const int64_t> dims) {
+absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
+                                   absl::Span<const int64_t> shape) {
+  return Named("BroadcastTo", BroadcastToImpl(tensor, IntTuple::Flat(shape)));
+}
+
+static absl::StatusOr<Tensor> BroadcastInDimImpl(
+    const Tensor& tensor, const IntTuple& shape,
+    absl::Span<const int64_t> dims) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("broadcast_in_dim", shape));
+                          TargetExtents("BroadcastInDim", shape));
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     bool valid = static_cast<int64_t>(dims.size()) == rank;
@@ -373,7 +396,7 @@ absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
     }
     if (!valid) {
       return ValueErrorCat(
-          "broadcast_in_dim: dims (", absl::StrJoin(dims, ","), ") must be ",
+          "BroadcastInDim: dims (", absl::StrJoin(dims, ","), ") must be ",
           rank, " strictly increasing positions in shape ", shape.ToString());
     }
     ModeSpecs out;
@@ -385,7 +408,7 @@ absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
         } else if (in[source] == 1) {
           out.push_back({-1, target[p]});
         } else {
-          return ValueErrorCat("broadcast_in_dim: mode ", source, " of extent ",
+          return ValueErrorCat("BroadcastInDim: dim ", source, " of extent ",
                                in[source], " cannot broadcast to extent ",
                                target[p]);
         }
@@ -398,14 +421,22 @@ absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
   });
 }
 
-absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
+absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
+                                      absl::Span<const int64_t> shape,
+                                      absl::Span<const int64_t> dims) {
+  return Named("BroadcastInDim",
+               BroadcastInDimImpl(tensor, IntTuple::Flat(shape), dims));
+}
+
+static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
+                                          const IntTuple& shape) {
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("reshape", shape));
+                          TargetExtents("Reshape", shape));
   // Always a tuple, so that composition keeps one result mode per target mode.
   const IntTuple flat = IntTuple::Flat(target);
   STRATA_ASSIGN_OR_RETURN(const int64_t size, TupleProduct(flat));
   if (size != tensor.size()) {
-    return ValueErrorCat("reshape: shape ", shape.ToString(), " has ", size,
+    return ValueErrorCat("Reshape: shape ", shape.ToString(), " has ", size,
                          " elements, the Tensor has ", tensor.size());
   }
   const Representation& rep = TensorAccess::representation(tensor);
@@ -431,7 +462,7 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
   }
   auto joint = ComposeJointly(reversed, 0, row_major);
   if (!joint.ok()) {
-    return ValueErrorCat("reshape of ", tensor.layout().ToString(), " to ",
+    return ValueErrorCat("Reshape: ", tensor.layout().ToString(), " to ",
                          shape.ToString(),
                          " is not a view: ", joint.status().message());
   }
@@ -443,17 +474,23 @@ absl::StatusOr<Tensor> Reshape(const Tensor& tensor, const IntTuple& shape) {
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
 
-absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
-                             int64_t stop, int64_t step) {
+absl::StatusOr<Tensor> Reshape(const Tensor& tensor,
+                               absl::Span<const int64_t> shape) {
+  return Named("Reshape", ReshapeImpl(tensor, IntTuple::Flat(shape)));
+}
+
+static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
+                                        int64_t start, int64_t stop,
+                                        int64_t step) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Modes l_modes = TopLevelModes(rep.subtensor(0).placement);
-  STRATA_RETURN_IF_ERROR(CheckDim("slice", dim, l_modes.size()));
+  STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, l_modes.size()));
   const int64_t extent = l_modes[dim].size();
-  if (step <= 0) return ValueErrorCat("slice: step ", step, " is not positive");
+  if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
   if (start < 0 || start > stop || stop > extent) {
-    return ValueErrorCat("slice: [", start, ", ", stop,
+    return ValueErrorCat("Slice: [", start, ", ", stop,
                          ") is not a range within [0, ", extent,
-                         "] with start <= stop (mode ", dim, ")");
+                         "] with start <= stop (dim ", dim, ")");
   }
   // ceil((stop - start) / step) without overflow: 0 <= stop - start and
   // step > 0 (NumPy and PyTorch give 1 element for Slice(t, d, 0, 8,
@@ -481,7 +518,7 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
   STRATA_ASSIGN_OR_RETURN(Layout stepping, Layout::Create(count, step));
   auto joint = ComposeJointly(operands, start, stepping);
   if (!joint.ok()) {
-    return ValueErrorCat("slice of mode ", dim, " (", l_modes[dim].ToString(),
+    return ValueErrorCat("Slice: dim ", dim, " (", l_modes[dim].ToString(),
                          ") from ", start, " by ", step,
                          " is not a layout: ", joint.status().message());
   }
@@ -490,7 +527,7 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
   STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l));
   if (!CheckedAdd(subtensors[0].offset, joint->bases[0],
                   &subtensors[0].offset)) {
-    return ValueError("slice: offset overflows");
+    return ValueError("Slice: offset overflows");
   }
   if (levels) {
     s_modes[dim] = joint->results[1];
@@ -502,10 +539,16 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
 
-absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
-                                 int64_t offset) {
+absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
+                             int64_t stop, int64_t step) {
+  return Named("Slice", SliceImpl(tensor, dim, start, stop, step));
+}
+
+static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
+                                            const Layout& layout,
+                                            int64_t offset) {
   if (offset < 0) {
-    return ValueErrorCat("as_strided: offset ", offset,
+    return ValueErrorCat("AsStrided: offset ", offset,
                          " is negative; Tensor offsets must be non-negative");
   }
   const Representation& rep = TensorAccess::representation(tensor);
@@ -535,7 +578,7 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
   for (size_t k = 0; k < l0_extents.size(); ++k) {
     if (l0_extents[k] > 1 && l0_strides[k] == 0) {
       return ValueErrorCat(
-          "as_strided on a multi-subtensor Tensor needs an injective L_0: ",
+          "AsStrided: a multi-subtensor Tensor needs an injective L_0: ",
           level0.placement.ToString(), " has a leaf of extent ", l0_extents[k],
           " with stride 0");
     }
@@ -543,12 +586,12 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
   auto inverse = LeftInverse(level0.placement);
   if (!inverse.ok()) {
     return ValueErrorCat(
-        "as_strided on a multi-subtensor Tensor needs an injective "
+        "AsStrided: a multi-subtensor Tensor needs an injective "
         "L_0: ",
         inverse.status().message());
   }
   auto unreached = [&](absl::string_view why) {
-    return ValueErrorCat("as_strided: ", layout.ToString(), " at offset ",
+    return ValueErrorCat("AsStrided: ", layout.ToString(), " at offset ",
                          offset, " reaches carrier indices that level 0 (",
                          level0.placement.ToString(), " at offset ",
                          level0.offset, ") does not: ", why);
@@ -579,6 +622,11 @@ absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
   STRATA_RETURN_IF_ERROR(NarrowLevels(
       rep, forward->bases[1], forward->results[1], &subtensors, &adjacent));
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+}
+
+absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
+                                 int64_t offset) {
+  return Named("AsStrided", AsStridedImpl(tensor, layout, offset));
 }
 
 }  // namespace strata

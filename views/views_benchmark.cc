@@ -18,8 +18,8 @@ namespace {
 
 Tensor OneLevel() {
   const Layout l = *ParseLayout("(8,16,32,64):(32768,2048,64,1)");
-  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0,
-                         l);
+  return *Tensor::Create(*HostCarrier::Create(*dtypes::Float32(), l.cosize()),
+                         0, l);
 }
 
 Tensor TwoLevel() {
@@ -52,7 +52,7 @@ void BM_SliceStep(benchmark::State& state) {
 }
 void BM_Reshape(benchmark::State& state) {
   const Tensor t = Make(state);
-  const IntTuple shape = IntTuple::Tuple({128, 32, 64});
+  const std::vector<int64_t> shape = {128, 32, 64};
   for (auto _ : state) benchmark::DoNotOptimize(Reshape(t, shape));
 }
 void BM_AsStrided(benchmark::State& state) {
@@ -62,7 +62,7 @@ void BM_AsStrided(benchmark::State& state) {
 }
 void BM_BroadcastTo(benchmark::State& state) {
   const Tensor t = Make(state);
-  const IntTuple shape = IntTuple::Tuple({4, 8, 16, 32, 64});
+  const std::vector<int64_t> shape = {4, 8, 16, 32, 64};
   for (auto _ : state) benchmark::DoNotOptimize(BroadcastTo(t, shape));
 }
 void BM_Unsqueeze(benchmark::State& state) {

@@ -38,7 +38,7 @@ absl::Status RequireIterable(const Tensor& t, absl::string_view op) {
   for (const Layout& mode : TopLevelModes(t.layout())) {
     if (mode.size() <= budget) continue;
     if (Coalesce(mode).shape().is_leaf()) continue;
-    return ValueErrorCat(op, ": mode ", mode.ToString(), " of ",
+    return ValueErrorCat(op, ": a dim of layout mode ", mode.ToString(), " of ",
                          t.layout().ToString(), " has ", mode.size(),
                          " coordinates and does not coalesce to one stride; "
                          "iterating it needs an offset table of more than ",
@@ -159,7 +159,7 @@ absl::StatusOr<std::vector<int64_t>> BroadcastShapes(
     const int64_t y = p + b.size() >= rank ? b[p + b.size() - rank] : 1;
     if (x != y && x != 1 && y != 1) {
       return ValueErrorCat(op, ": shapes ", ShapeText(a), " and ", ShapeText(b),
-                           " do not broadcast (mode ", p, ": ", x, " vs ", y,
+                           " do not broadcast (dim ", p, ": ", x, " vs ", y,
                            ")");
     }
     out[p] = x == 1 ? y : x;

@@ -51,10 +51,8 @@ class MxRoundTripTest : public ::testing::Test {
 };
 
 TEST_F(MxRoundTripTest, TheViewSharesTheSourceAndTheOpComputes) {
-  EXPECT_EQ(strata::LogicalShape(r_->source),
-            (std::vector<int64_t>{kRows, kCols}));
-  EXPECT_EQ(strata::LogicalShape(r_->view),
-            (std::vector<int64_t>{kCols, kRows}));
+  EXPECT_EQ(r_->source.shape(), (std::vector<int64_t>{kRows, kCols}));
+  EXPECT_EQ(r_->view.shape(), (std::vector<int64_t>{kCols, kRows}));
   EXPECT_EQ(r_->view.carrier(), r_->source.carrier());  // A view: no copy.
   EXPECT_NE(r_->doubled.carrier(), r_->source.carrier());
   EXPECT_TRUE(strata::IsCompactRowMajor(r_->doubled));
@@ -71,7 +69,7 @@ TEST_F(MxRoundTripTest, QuantizesToTheDocumentedMxfp8Layouts) {
   const strata::Tensor& q = r_->quantized;
   EXPECT_EQ(q.dtype().name(), "mxfp8_e4m3");
   EXPECT_EQ(q.num_subtensors(), 2);
-  EXPECT_EQ(strata::LogicalShape(q), (std::vector<int64_t>{kCols, kRows}));
+  EXPECT_EQ(strata::q.shape(), (std::vector<int64_t>{kCols, kRows}));
 
   auto p = strata::ParseText(r_->text);
   ASSERT_TRUE(p.ok()) << strata::FormatError(p.status());
@@ -113,8 +111,7 @@ TEST_F(MxRoundTripTest, ReplayReproducesTheDump) {
   EXPECT_EQ(r_->replayed_text, r_->text);
   EXPECT_EQ(r_->replayed.dtype().name(), "mxfp8_e4m3");
   EXPECT_EQ(r_->replayed.num_subtensors(), 2);
-  EXPECT_EQ(strata::LogicalShape(r_->replayed),
-            (std::vector<int64_t>{kCols, kRows}));
+  EXPECT_EQ(r_->replayed.shape(), (std::vector<int64_t>{kCols, kRows}));
   EXPECT_NE(r_->replayed.carrier(),
             r_->quantized.carrier());  // Rebuilt carriers.
 }
@@ -122,8 +119,7 @@ TEST_F(MxRoundTripTest, ReplayReproducesTheDump) {
 TEST_F(MxRoundTripTest, ViewsOfTheQuantizedTensorKeepTheBlocks) {
   auto permuted = strata::Permute(r_->replayed, {1, 0});
   ASSERT_TRUE(permuted.ok()) << strata::FormatError(permuted.status());
-  EXPECT_EQ(strata::LogicalShape(*permuted),
-            (std::vector<int64_t>{kRows, kCols}));
+  EXPECT_EQ(strata::permuted->shape(), (std::vector<int64_t>{kRows, kCols}));
   auto whole_block = strata::Slice(r_->replayed, 1, 32, 64);
   EXPECT_TRUE(whole_block.ok()) << strata::FormatError(whole_block.status());
   auto cut_block =

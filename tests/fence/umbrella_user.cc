@@ -5,7 +5,7 @@
 namespace fence {
 
 bool BuildsATensor() {
-  auto carrier = strata::HostCarrier::Create(strata::dtypes::Float32(), 32);
+  auto carrier = strata::HostCarrier::Create(*strata::dtypes::Float32(), 32);
   if (!carrier.ok()) return false;
   auto layout = strata::ParseLayout("(4,8):(8,1)");
   if (!layout.ok()) return false;

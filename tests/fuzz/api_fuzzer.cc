@@ -332,7 +332,7 @@ std::shared_ptr<Carrier> MakeExternal(const SimpleDType* d, int64_t size,
   std::memset(buffer->bytes.get(), 0, std::max<int64_t>(bytes, 1));
   const int64_t live_before = g_external_live;
   ++g_external_live;
-  auto c = ExternalCarrier::Create(d, size, buffer->bytes.get(), [buffer] {
+  auto c = ExternalCarrier::Create(*d, size, buffer->bytes.get(), [buffer] {
     API_CHECK(!buffer->deleted);  // Exactly once.
     buffer->deleted = true;
     --g_external_live;
@@ -919,7 +919,7 @@ class Session {
     if (kind == 2 && bytes > kMaxExternalBytes) kind = 3;
     std::shared_ptr<Carrier> carrier;
     if (kind <= 1) {
-      auto h = HostCarrier::Create(d, static_cast<int64_t>(size));
+      auto h = HostCarrier::Create(*d, static_cast<int64_t>(size));
       if (!h.ok()) {
         API_CHECK(StrataError(h.status()));
         return;
@@ -1021,7 +1021,7 @@ class Session {
                    view.layout().ToString().c_str());
       API_CHECK(false);
     }
-    API_CHECK(LogicalShape(view) == got);
+    API_CHECK(view.shape() == got);
     CheckBounds(TensorAccess::representation(view));
     if (view.size() > kSmall) return;
     const std::vector<int64_t> se = Extents(src.layout());
@@ -1113,7 +1113,6 @@ class Session {
       }
       case 2: {  // Reshape (row-major)
         std::vector<int64_t> ne;
-        std::vector<IntTuple> elems;
         int64_t rest = src.size();
         const int n = static_cast<int>(r_.Range(0, 4));
         for (int i = 0; i < n; ++i) {
@@ -1130,18 +1129,13 @@ class Session {
         }
         ne.push_back(rest);
         if ((r_.Byte() & 7) == 0) ne[r_.Range(0, ne.size() - 1)] = r_.Arg(0, 8);
-        bool nested = false;
+        // Reshape takes the dims' extents only; these bytes once chose nested
+        // spellings of them and are still read so that seeds keep their
+        // meaning.
         for (size_t i = 0; i < ne.size(); ++i) {
-          if (ne[i] % 2 == 0 && ne[i] > 0 && (r_.Byte() & 3) == 0) {
-            elems.push_back(
-                IntTuple::Tuple({IntTuple(2), IntTuple(ne[i] / 2)}));
-            nested = true;
-          } else {
-            elems.push_back(IntTuple(ne[i]));
-          }
+          if (ne[i] % 2 == 0 && ne[i] > 0) (void)r_.Byte();
         }
-        (void)nested;
-        auto v = Reshape(src, IntTuple::Tuple(elems));
+        auto v = Reshape(src, ne);
         const __int128 prod = Product(ne);
         bool negative = false;
         for (int64_t x : ne) negative |= x < 0;
@@ -1205,7 +1199,7 @@ class Session {
         for (int64_t x : e)
           ne.push_back(x == 1 && r_.Bool() ? r_.Arg(0, 5) : x);
         if ((r_.Byte() & 15) == 0 && !ne.empty()) ne.erase(ne.begin());
-        auto v = BroadcastTo(src, IntTuple::Flat(ne));
+        auto v = BroadcastTo(src, ne);
         bool valid = ne.size() >= e.size();
         for (size_t i = 0; valid && i < ne.size(); ++i) {
           valid = ne[i] >= 0;
@@ -1248,7 +1242,7 @@ class Session {
                   (i == 0 || dims[i] > dims[i - 1]) &&
                   (e[i] == 1 || e[i] == ne[dims[i]]);
         }
-        auto v = BroadcastInDim(src, IntTuple::Flat(ne), dims);
+        auto v = BroadcastInDim(src, ne, dims);
         if (!valid) API_CHECK(!v.ok());
         if (!finish(v)) return;
         CheckView(src, *v, ne, [&](const std::vector<int64_t>& c) {
@@ -1584,20 +1578,20 @@ class Session {
     if (!BuiltinSimple(&out.dtype())) return;
     absl::Status s;
     if (neg) {
-      s = NegOut(a, out);
+      s = NegOut(out, a);
     } else {
       switch (op) {
         case BinaryOp::kAdd:
-          s = AddOut(a, b, out);
+          s = AddOut(out, a, b);
           break;
         case BinaryOp::kSub:
-          s = SubOut(a, b, out);
+          s = SubOut(out, a, b);
           break;
         case BinaryOp::kMul:
-          s = MulOut(a, b, out);
+          s = MulOut(out, a, b);
           break;
         case BinaryOp::kDiv:
-          s = DivOut(a, b, out);
+          s = DivOut(out, a, b);
           break;
       }
     }
@@ -1860,11 +1854,11 @@ class Session {
           case 9: {
             std::vector<int64_t> ne = e;
             ne.insert(ne.begin(), r_.Range(1, 3));
-            v = ag::BroadcastTo(a, IntTuple::Flat(ne));
+            v = ag::BroadcastTo(a, ne);
             break;
           }
           case 10:
-            v = ag::Reshape(a, IntTuple::Tuple({IntTuple(a.value().size())}));
+            v = ag::Reshape(a, {a.value().size()});
             break;
           default:
             v = ag::Squeeze(a);

@@ -146,7 +146,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     h = Mix(h + 1);
     return n <= 0 ? 0 : static_cast<int64_t>(h % static_cast<uint64_t>(n + 1));
   };
-  const std::vector<int64_t> shape = LogicalShape(*replayed);
+  const std::vector<int64_t> shape = replayed->shape();
   const int64_t rank = shape.size();
   std::vector<absl::StatusOr<Tensor>> views;
   std::vector<int64_t> perm(rank);
@@ -161,10 +161,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   views.push_back(Unsqueeze(*replayed, next(rank)));
   views.push_back(Squeeze(*replayed));
-  views.push_back(Reshape(*replayed, IntTuple::Tuple({replayed->size()})));
+  views.push_back(Reshape(*replayed, {replayed->size()}));
   std::vector<int64_t> wide = shape;
   wide.insert(wide.begin(), 1 + next(3));
-  views.push_back(BroadcastTo(*replayed, IntTuple::Flat(wide)));
+  views.push_back(BroadcastTo(*replayed, wide));
   views.push_back(AsStrided(*replayed, replayed->layout(), replayed->offset()));
   for (const auto& v : views) {
     if (v.ok()) {

@@ -24,7 +24,7 @@ using testing::RecordingCarrierSubclass;
 using testing::L;
 
 std::shared_ptr<Carrier> Host(const SimpleDType* dtype, int64_t size) {
-  return *HostCarrier::Create(dtype, size);
+  return *HostCarrier::Create(*dtype, size);
 }
 
 bool Contains(const absl::Status& s, const std::string& text) {
@@ -577,12 +577,10 @@ TEST(PublicConstruction, PermitASupportedPureLayoutView) {
   std::vector<std::pair<const char*, absl::StatusOr<Tensor>>> views;
   views.emplace_back("permute", Permute(t, perm));
   views.emplace_back("slice", Slice(t, 0, 1, 4, 2));
-  views.emplace_back("reshape", Reshape(t, IntTuple::Tuple({2, 128})));
+  views.emplace_back("reshape", Reshape(t, {2, 128}));
   views.emplace_back("as_strided", AsStrided(t, L("(2,64):(64,1)"), 64));
-  views.emplace_back("broadcast_to",
-                     BroadcastTo(t, IntTuple::Tuple({3, 4, 64})));
-  views.emplace_back("broadcast_in_dim",
-                     BroadcastInDim(t, IntTuple::Tuple({4, 5, 64}), dims));
+  views.emplace_back("broadcast_to", BroadcastTo(t, {3, 4, 64}));
+  views.emplace_back("broadcast_in_dim", BroadcastInDim(t, {4, 5, 64}, dims));
   views.emplace_back("unsqueeze", Unsqueeze(t, 1));
   views.emplace_back("squeeze", Squeeze(*Unsqueeze(t, 1), 1));
   for (auto& [name, view] : views) {

@@ -34,8 +34,8 @@ Tensor Touched(std::vector<int64_t> shape) {
 
 Tensor StrataRank4() {
   const Layout l = *ParseLayout("(8,16,32,64):(32768,2048,64,1)");
-  return *Tensor::Create(*HostCarrier::Create(dtypes::Float32(), l.cosize()), 0,
-                         l);
+  return *Tensor::Create(*HostCarrier::Create(*dtypes::Float32(), l.cosize()),
+                         0, l);
 }
 
 at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
@@ -44,7 +44,7 @@ at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
 void Create(benchmark::State& state, const char* layout_text, bool strata) {
   const Layout layout = *ParseLayout(layout_text);
-  auto carrier = *HostCarrier::Create(dtypes::Float32(), layout.cosize());
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), layout.cosize());
   std::vector<int64_t> sizes, strides;
   const auto extents = layout.shape().leaves();
   const auto steps = layout.stride().leaves();
@@ -85,13 +85,12 @@ BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
 const std::vector<int64_t> kPerm = {3, 1, 2, 0};
 STRATA_VIEW_PAIR(Permute, Permute(t, kPerm), t.permute({3, 1, 2, 0}))
 STRATA_VIEW_PAIR(SliceStep, Slice(t, 1, 2, 14, 3), t.slice(1, 2, 14, 3))
-STRATA_VIEW_PAIR(Reshape, Reshape(t, IntTuple::Tuple({128, 32, 64})),
-                 t.view({128, 32, 64}))
+STRATA_VIEW_PAIR(Reshape, Reshape(t, {128, 32, 64}), t.view({128, 32, 64}))
 STRATA_VIEW_PAIR(AsStrided,
                  AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"),
                            32768),
                  t.as_strided({4, 16, 32, 64}, {32768, 2048, 64, 1}, 32768))
-STRATA_VIEW_PAIR(Expand, BroadcastTo(t, IntTuple::Tuple({4, 8, 16, 32, 64})),
+STRATA_VIEW_PAIR(Expand, BroadcastTo(t, {4, 8, 16, 32, 64}),
                  t.expand({4, 8, 16, 32, 64}))
 STRATA_VIEW_PAIR(Unsqueeze, Unsqueeze(t, 2), t.unsqueeze(2))
 
@@ -179,7 +178,7 @@ void AddOut_strata(benchmark::State& state) {
   const Tensor a = Touched({kN, kN});
   const Tensor b = Touched({kN, kN});
   const Tensor out = Touched({kN, kN});
-  for (auto _ : state) benchmark::DoNotOptimize(AddOut(a, b, out));
+  for (auto _ : state) benchmark::DoNotOptimize(AddOut(out, a, b));
   state.SetBytesProcessed(state.iterations() * 3 * kN * kN * 4);
 }
 void AddOut_torch(benchmark::State& state) {
