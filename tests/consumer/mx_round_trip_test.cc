@@ -69,7 +69,7 @@ TEST_F(MxRoundTripTest, QuantizesToTheDocumentedMxfp8Layouts) {
   const strata::Tensor& q = r_->quantized;
   EXPECT_EQ(q.dtype().name(), "mxfp8_e4m3");
   EXPECT_EQ(q.num_subtensors(), 2);
-  EXPECT_EQ(strata::q.shape(), (std::vector<int64_t>{kCols, kRows}));
+  EXPECT_EQ(q.shape(), (std::vector<int64_t>{kCols, kRows}));
 
   auto p = strata::ParseText(r_->text);
   ASSERT_TRUE(p.ok()) << strata::FormatError(p.status());
@@ -119,7 +119,7 @@ TEST_F(MxRoundTripTest, ReplayReproducesTheDump) {
 TEST_F(MxRoundTripTest, ViewsOfTheQuantizedTensorKeepTheBlocks) {
   auto permuted = strata::Permute(r_->replayed, {1, 0});
   ASSERT_TRUE(permuted.ok()) << strata::FormatError(permuted.status());
-  EXPECT_EQ(strata::permuted->shape(), (std::vector<int64_t>{kRows, kCols}));
+  EXPECT_EQ(permuted->shape(), (std::vector<int64_t>{kRows, kCols}));
   auto whole_block = strata::Slice(r_->replayed, 1, 32, 64);
   EXPECT_TRUE(whole_block.ok()) << strata::FormatError(whole_block.status());
   auto cut_block =
