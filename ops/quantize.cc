@@ -163,95 +163,102 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
       Layout s0,
       Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
 
-  // The kernel: every block of every (outer, inner) pair.
-  const std::vector<int64_t> outer_off = RowMajorOffsets(modes, 0, blocked_dim);
-  const std::vector<int64_t> block_off =
-      RowMajorOffsets(modes, blocked_dim, blocked_dim + 1);
-  const std::vector<int64_t> inner_off =
-      RowMajorOffsets(modes, blocked_dim + 1, rank);
-  const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
-  auto* out_values = static_cast<uint8_t*>(values->mutable_data());
-  auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());
-  const bool fp4 = element == dtypes::Float4E2M1FN();
-  const int emax = element_format->emax();
-  std::vector<float> v(block);
-  // Fast path: a float32 source whose blocked mode is one stride.
-  const float* f32 = in == dtypes::Float32()
-                         ? static_cast<const float*>(src.carrier()->data())
-                         : nullptr;
-  int64_t block_stride = extent > 1 ? block_off[1] - block_off[0] : 0;
-  bool contiguous_f32 = f32 != nullptr;
-  for (int64_t c = 1; contiguous_f32 && c < extent; ++c) {
-    contiguous_f32 = block_off[c] - block_off[c - 1] == block_stride;
-  }
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      for (int64_t i = 0; i < inner; ++i) {
-        const int64_t base = src.offset() + outer_off[o] + inner_off[i];
-        // The largest |v| by its bit pattern (monotonic for non-negative
-        // floats); patterns from 0x7F800000 up are Inf and NaN.
-        uint32_t max_bits = 0;
-        if (contiguous_f32) {
-          const float* p = f32 + base + block_off[b * block];
+  // The kernel: every block of every (outer, inner) pair. An empty source
+  // has none (and its offset tables could be huge: a (2^41, 0) source has
+  // 2^41 outer coordinates and no value).
+  if (total > 0) {
+    const std::vector<int64_t> outer_off =
+        RowMajorOffsets(modes, 0, blocked_dim);
+    const std::vector<int64_t> block_off =
+        RowMajorOffsets(modes, blocked_dim, blocked_dim + 1);
+    const std::vector<int64_t> inner_off =
+        RowMajorOffsets(modes, blocked_dim + 1, rank);
+    const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
+    auto* out_values = static_cast<uint8_t*>(values->mutable_data());
+    auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());
+    const bool fp4 = element == dtypes::Float4E2M1FN();
+    const int emax = element_format->emax();
+    std::vector<float> v(block);
+    // Fast path: a float32 source whose blocked mode is one stride.
+    const float* f32 = in == dtypes::Float32()
+                           ? static_cast<const float*>(src.carrier()->data())
+                           : nullptr;
+    int64_t block_stride = extent > 1 ? block_off[1] - block_off[0] : 0;
+    bool contiguous_f32 = f32 != nullptr;
+    for (int64_t c = 1; contiguous_f32 && c < extent; ++c) {
+      contiguous_f32 = block_off[c] - block_off[c - 1] == block_stride;
+    }
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t i = 0; i < inner; ++i) {
+          const int64_t base = src.offset() + outer_off[o] + inner_off[i];
+          // The largest |v| by its bit pattern (monotonic for non-negative
+          // floats); patterns from 0x7F800000 up are Inf and NaN.
+          uint32_t max_bits = 0;
+          if (contiguous_f32) {
+            const float* p = f32 + base + block_off[b * block];
+            for (int64_t t = 0; t < block; ++t) {
+              v[t] = p[t * block_stride];
+              max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
+            }
+          } else {
+            for (int64_t t = 0; t < block; ++t) {
+              v[t] = source.Load(base + block_off[b * block + t]);
+              max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
+            }
+          }
+          const bool finite = max_bits < 0x7F800000u;
+          float amax;
+          std::memcpy(&amax, &max_bits, 4);
+          uint8_t scale_code;
+          float inverse_scale = 0;
+          if (mx) {
+            if (!finite) {
+              scale_code = 0xFF;
+            } else {
+              // floor(log2(amax)) from the exponent field (ilogb for float
+              // subnormals).
+              const int log2 = max_bits >= 0x00800000u
+                                   ? static_cast<int>(max_bits >> 23) - 127
+                                   : (amax == 0 ? -1000 : std::ilogb(amax));
+              int x = log2 - emax;
+              x = x < -127 ? -127 : (x > 127 ? 127 : x);
+              scale_code = static_cast<uint8_t>(x + 127);
+              inverse_scale = std::ldexp(1.0f, -x);  // Exact power of two.
+            }
+          } else {
+            scale_code = finite ? static_cast<uint8_t>(
+                                      Float8E4M3FNFormat().EncodeSaturating(
+                                          static_cast<double>(amax) / 6.0))
+                                : 0x7F;
+            const double s = Float8E4M3FNFormat().Decode(scale_code);
+            if (finite && s > 0) inverse_scale = static_cast<float>(1.0 / s);
+          }
+          const int64_t scale_index = (o * blocks + b) * inner + i;
+          out_scales[scale_index] = scale_code;
           for (int64_t t = 0; t < block; ++t) {
-            v[t] = p[t * block_stride];
-            max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
-          }
-        } else {
-          for (int64_t t = 0; t < block; ++t) {
-            v[t] = source.Load(base + block_off[b * block + t]);
-            max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
-          }
-        }
-        const bool finite = max_bits < 0x7F800000u;
-        float amax;
-        std::memcpy(&amax, &max_bits, 4);
-        uint8_t scale_code;
-        float inverse_scale = 0;
-        if (mx) {
-          if (!finite) {
-            scale_code = 0xFF;
-          } else {
-            // floor(log2(amax)) from the exponent field (ilogb for float
-            // subnormals).
-            const int log2 = max_bits >= 0x00800000u
-                                 ? static_cast<int>(max_bits >> 23) - 127
-                                 : (amax == 0 ? -1000 : std::ilogb(amax));
-            int x = log2 - emax;
-            x = x < -127 ? -127 : (x > 127 ? 127 : x);
-            scale_code = static_cast<uint8_t>(x + 127);
-            inverse_scale = std::ldexp(1.0f, -x);  // Exact power of two.
-          }
-        } else {
-          scale_code =
-              finite
-                  ? static_cast<uint8_t>(Float8E4M3FNFormat().EncodeSaturating(
-                        static_cast<double>(amax) / 6.0))
-                  : 0x7F;
-          const double s = Float8E4M3FNFormat().Decode(scale_code);
-          if (finite && s > 0) inverse_scale = static_cast<float>(1.0 / s);
-        }
-        const int64_t scale_index = (o * blocks + b) * inner + i;
-        out_scales[scale_index] = scale_code;
-        for (int64_t t = 0; t < block; ++t) {
-          const int64_t value_index = (o * extent + b * block + t) * inner + i;
-          uint8_t code;
-          if (!finite) {
-            code = fp4 ? 0 : 0x7F;
-          } else if (mx) {
-            // v * 2^-x is exact in float (a power-of-two scaling within range).
-            const float y = v[t] * inverse_scale;
-            code = fp4 ? EncodeE2M1(y) : EncodeE4M3(y);
-          } else {
-            code = inverse_scale == 0
-                       ? 0
-                       : static_cast<uint8_t>(element_format->EncodeSaturating(
-                             static_cast<double>(v[t]) * inverse_scale));
-          }
-          if (fp4) {
-            WritePacked(out_values, 4, value_index, code);
-          } else {
-            out_values[value_index] = code;
+            const int64_t value_index =
+                (o * extent + b * block + t) * inner + i;
+            uint8_t code;
+            if (!finite) {
+              code = fp4 ? 0 : 0x7F;
+            } else if (mx) {
+              // v * 2^-x is exact in float (a power-of-two scaling within
+              // range).
+              const float y = v[t] * inverse_scale;
+              code = fp4 ? EncodeE2M1(y) : EncodeE4M3(y);
+            } else {
+              code =
+                  inverse_scale == 0
+                      ? 0
+                      : static_cast<uint8_t>(element_format->EncodeSaturating(
+                            static_cast<double>(v[t]) * inverse_scale));
+            }
+            if (fp4) {
+              WritePacked(out_values, 4, value_index, code);
+            } else {
+              out_values[value_index] = code;
+            }
           }
         }
       }
