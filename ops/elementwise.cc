@@ -40,6 +40,7 @@ using ops_internal::SameView;
 using ops_internal::ShapeText;
 using ops_internal::StoreDouble;
 using ops_internal::StoreInt;
+using ops_internal::WrapToIntegral;
 
 namespace {
 
@@ -158,7 +159,8 @@ absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b,
   if (IsIntegral(compute)) {
     ForEachIndex<3>(shape, ops, bases, [&](const std::array<int64_t, 3>& i) {
       StoreInt(od, o, i[0],
-               ApplyInt(op, LoadInt(ad, x, i[1]), LoadInt(bd, y, i[2])));
+               WrapToIntegral(compute, ApplyInt(op, LoadInt(ad, x, i[1]),
+                                                LoadInt(bd, y, i[2]))));
     });
   } else {
     // As PyTorch: the operands are converted to the compute dtype, the
@@ -324,8 +326,9 @@ void NegInto(const Tensor& a, const Tensor& out) {
   if (IsIntegral(ad)) {
     ForEachIndex<2>(shape, ops, bases, [&](const std::array<int64_t, 2>& i) {
       StoreInt(od, o, i[0],
-               static_cast<int64_t>(
-                   0 - static_cast<uint64_t>(LoadInt(ad, x, i[1]))));
+               WrapToIntegral(
+                   ad, static_cast<int64_t>(
+                           0 - static_cast<uint64_t>(LoadInt(ad, x, i[1])))));
     });
   } else {
     ForEachIndex<2>(shape, ops, bases, [&](const std::array<int64_t, 2>& i) {

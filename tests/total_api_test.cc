@@ -324,6 +324,34 @@ TEST(TotalApiTest, ReleaseWhileExportedThroughDLPackKeepsTheImportValid) {
   imported->carrier()->Release();
 }
 
+// Found by api_fuzzer: a DLPack import is a second carrier over the same
+// memory; overlap must be decided by address, not carrier identity, so that a
+// Scatter or CopyFrom between the two reads its source before writing (NOTE [
+// Aliasing by address ]).
+TEST(TotalApiTest, CarriersSharingMemoryAreTreatedAsOverlapping) {
+  const Tensor t = Make(dtypes::Int64(), "8:1");
+  for (int64_t k = 0; k < 8; ++k) {
+    ASSERT_TRUE(SetItem(t, IntTuple(k), Scalar::Int(k)).ok());
+  }
+  auto imported = FromDLPack(*ToDLPack(t));
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  ASSERT_NE(imported->carrier(), t.carrier());
+  // dst = t reversed through a view of the alias: dst[i] = src[7 - i].
+  auto reversed = AsStrided(*imported, L("8:-1"), 7);
+  ASSERT_TRUE(reversed.ok()) << reversed.status();
+  ASSERT_TRUE(CopyFrom(t, *reversed).ok());
+  for (int64_t k = 0; k < 8; ++k) {
+    EXPECT_EQ(GetItem(t, IntTuple(k))->as_int(), 7 - k) << k;
+  }
+  // In place through the alias is the same view: allowed.
+  EXPECT_TRUE(AddOut(*imported, t, t).ok());
+  // A partial overlap through the alias is refused, as within one carrier.
+  auto shifted = Slice(*imported, 0, 1, 8, 1);
+  auto head = Slice(t, 0, 0, 7, 1);
+  EXPECT_TRUE(IsValueError(AddOut(*shifted, *head, *head)));
+  imported->carrier()->Release();
+}
+
 // --- Item 5: an empty placement past the end of its carrier.
 
 TEST(TotalApiTest, EmptyPlacementAtOffsetPastTheEndIsValueError) {
@@ -399,6 +427,18 @@ TEST(TotalApiTest, MixedIntegerFloatArithmeticComputesInThePromotedType) {
   ASSERT_TRUE(half_sum.ok()) << half_sum.status();
   EXPECT_EQ(&half_sum->dtype(), dtypes::Float16());
   EXPECT_EQ(GetItem(*half_sum, IntTuple(0))->as_double(), 2048.0);
+  // Integer arithmetic wraps in its compute dtype before it is converted to
+  // out's: uint8 200 + 100 into float32 is 44 (as PyTorch), uint8 -64 is 192.
+  const Tensor u = Make(dtypes::UInt8(), "1:1");
+  const Tensor v = Make(dtypes::UInt8(), "1:1");
+  const Tensor wide = Make(dtypes::Float32(), "1:1");
+  ASSERT_TRUE(Fill(u, Scalar::Int(64)).ok());
+  ASSERT_TRUE(NegOut(wide, u).ok());
+  EXPECT_EQ(GetItem(wide, IntTuple(0))->as_double(), 192.0);
+  ASSERT_TRUE(Fill(u, Scalar::Int(200)).ok());
+  ASSERT_TRUE(Fill(v, Scalar::Int(100)).ok());
+  ASSERT_TRUE(AddOut(wide, u, v).ok());
+  EXPECT_EQ(GetItem(wide, IntTuple(0))->as_double(), 44.0);
   // AddOut into float64 still computes in the promoted float32.
   const Tensor out = Make(dtypes::Float64(), "1:1");
   ASSERT_TRUE(Fill(i, Scalar::Int(16777217)).ok());

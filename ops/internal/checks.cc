@@ -181,19 +181,53 @@ absl::Status RequireBroadcastsTo(absl::string_view op,
 
 // Whether the two Tensors share a carrier and their reached index ranges
 // intersect.
+namespace {
+
+// NOTE [ Aliasing by address ]: two carriers may share memory (a DLPack
+// import of an exported Tensor, two ExternalCarriers over one buffer), so
+// overlap is decided on the memory a Tensor reaches, as PyTorch's overlap
+// checks compare storage addresses: the bits [lo, hi] from the first to the
+// last reached value. 128-bit arithmetic: index * bits can exceed 64 bits.
+struct BitSpan {
+  unsigned __int128 lo = 0, hi = 0;  // Inclusive.
+  unsigned __int128 start = 0;       // Bit address of linear index 0.
+  int bits = 0;
+};
+
+bool ReachedBits(const Tensor& t, BitSpan* span) {
+  const void* data = t.carrier()->data();
+  const SimpleDType* storage = t.carrier()->dtype().AsSimple();
+  if (data == nullptr || storage == nullptr || t.size() == 0) return false;
+  const unsigned __int128 base =
+      static_cast<unsigned __int128>(reinterpret_cast<uintptr_t>(data)) * 8;
+  span->bits = storage->bits();
+  span->start = base + static_cast<unsigned __int128>(t.offset()) * span->bits;
+  span->lo = base + static_cast<unsigned __int128>(t.offset() +
+                                                   t.layout().min_index()) *
+                        span->bits;
+  span->hi =
+      base +
+      static_cast<unsigned __int128>(t.offset() + t.layout().max_index() + 1) *
+          span->bits -
+      1;
+  return true;
+}
+
+}  // namespace
+
 bool MayOverlap(const Tensor& a, const Tensor& b) {
-  if (a.carrier() != b.carrier() || a.size() == 0 || b.size() == 0)
-    return false;
-  const int64_t a_lo = a.offset() + a.layout().min_index();
-  const int64_t a_hi = a.offset() + a.layout().max_index();
-  const int64_t b_lo = b.offset() + b.layout().min_index();
-  const int64_t b_hi = b.offset() + b.layout().max_index();
-  return a_lo <= b_hi && b_lo <= a_hi;
+  BitSpan x, y;
+  if (!ReachedBits(a, &x) || !ReachedBits(b, &y)) return false;
+  return x.lo <= y.hi && y.lo <= x.hi;
 }
 
 bool SameView(const Tensor& a, const Tensor& b) {
-  return a.carrier() == b.carrier() && a.offset() == b.offset() &&
-         a.layout() == b.layout();
+  BitSpan x, y;
+  if (!ReachedBits(a, &x) || !ReachedBits(b, &y)) {
+    return a.carrier() == b.carrier() && a.offset() == b.offset() &&
+           a.layout() == b.layout();
+  }
+  return x.start == y.start && x.bits == y.bits && a.layout() == b.layout();
 }
 
 // Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the

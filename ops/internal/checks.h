@@ -50,10 +50,11 @@ absl::Status RequireBroadcastsTo(absl::string_view op,
                                  const std::vector<int64_t>& from,
                                  const std::vector<int64_t>& to);
 
-// Whether the two Tensors share a carrier and their reached index ranges
-// intersect.
+// Whether the memory the two Tensors reach may intersect: their carriers'
+// bytes, not their identities, decide (NOTE [ Aliasing by address ]).
 bool MayOverlap(const Tensor& a, const Tensor& b);
-// Same carrier, offset and layout.
+// The same values in the same order: one start address, value width and
+// layout.
 bool SameView(const Tensor& a, const Tensor& b);
 
 // Calls f(T{}) with T the C++ type of a dtype whose values are plain C++

@@ -145,6 +145,22 @@ void StoreInt(const SimpleDType& d, void* base, int64_t i, int64_t v) {
   });
 }
 
+int64_t WrapToIntegral(const SimpleDType& d, int64_t v) {
+  if (!d.scalar_type()) return v;
+  return ScalarTypeSwitch(*d.scalar_type(), [&](auto type) -> int64_t {
+    constexpr ScalarType kType = decltype(type)::value;
+    using Storage = typename ScalarTraits<kType>::Storage;
+    constexpr StoredAs kAs = StoredAsOf<kType>();
+    if constexpr (kAs == StoredAs::kBool) {
+      return v != 0;
+    } else if constexpr (kAs == StoredAs::kInteger) {
+      return Wrap<Storage>(v);
+    } else {
+      return v;
+    }
+  });
+}
+
 void StoreScalar(const SimpleDType& d, void* base, int64_t i, const Scalar& v) {
   if (v.is_float()) {
     StoreDouble(d, base, i, v.as_double());

@@ -26,6 +26,11 @@ void StoreDouble(const SimpleDType& dtype, void* base, int64_t index,
                  double value);
 void StoreInt(const SimpleDType& dtype, void* base, int64_t index,
               int64_t value);
+// `value` wrapped to integral `dtype` as a store and a load would (two's
+// complement for the integers, != 0 for bool); other dtypes return it as is.
+// Integer arithmetic rounds to its compute dtype with it before converting
+// to another out dtype (uint8 64 negated is 192 also in a float32 out).
+int64_t WrapToIntegral(const SimpleDType& dtype, int64_t value);
 // A Scalar stored as a float (StoreDouble) or an integer (StoreInt).
 void StoreScalar(const SimpleDType& dtype, void* base, int64_t index,
                  const Scalar& value);

@@ -41,6 +41,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "carrier/carrier.h"
@@ -621,6 +622,22 @@ std::optional<Val> Convert(Ref r, const Val& v) {
 const uint8_t* HostBytes(const Tensor& t, int level = 0) {
   const Carrier& c = *TensorAccess::representation(t).subtensor(level).carrier;
   return static_cast<const uint8_t*>(c.data());
+}
+
+// Whether the carriers of a and b share memory: they may be distinct carriers
+// over one buffer (a DLPack import of an export), so identity does not decide.
+bool SharesMemory(const Tensor& a, const Tensor& b) {
+  const auto range = [](const Carrier& c) {
+    const auto* begin = static_cast<const uint8_t*>(c.data());
+    const SimpleDType* d = c.dtype().AsSimple();
+    const int64_t bytes =
+        d == nullptr || c.size() <= 0 ? 0 : (c.size() * d->bits() + 7) / 8;
+    return std::make_pair(begin, begin == nullptr ? begin : begin + bytes);
+  };
+  if (a.carrier() == b.carrier()) return true;
+  const auto x = range(*a.carrier()), y = range(*b.carrier());
+  if (x.first == nullptr || y.first == nullptr) return false;
+  return x.first < y.second && y.first < x.second;
 }
 
 // Whether the slow reference can read t's values.
@@ -1601,8 +1618,7 @@ class Session {
     Versions(before, out.carrier().get(), out.size() == 0);
     API_CHECK(shape && Shape(out) == *shape);
     const bool exact_alias = which < 2;
-    const bool disjoint =
-        out.carrier() != a.carrier() && out.carrier() != b.carrier();
+    const bool disjoint = !SharesMemory(out, a) && !SharesMemory(out, b);
     if (ref && Readable(out) && (exact_alias || disjoint)) {
       // Only where out is a or b exactly, or shares no carrier with them.
       const Ref orf = RefOf(&out.dtype());
@@ -1776,7 +1792,8 @@ class Session {
       Failed(s, before);
     }
     if (!s.ok() || !Readable(dst) || !Readable(src) || !Readable(*index) ||
-        se.size() != de.size() || src.carrier() == dst.carrier()) {
+        se.size() != de.size() || SharesMemory(src, dst) ||
+        SharesMemory(*index, dst)) {
       return;
     }
     // Reference: targets written once (or with equal values) must hold src.
