@@ -61,6 +61,10 @@ absl::StatusOr<Tensor> Sum(const Tensor& a, absl::Span<const int64_t> dims) {
   }
   const SimpleDType& result = d.is_floating() ? d : *dtypes::Int64();
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(result, out_shape));
+  // An empty input sums to zeros, which Zeros already holds: touching a large
+  // output (the sum over the empty dim of a (0, 3037000499) Tensor) or an
+  // accumulator of its size would cost memory for nothing.
+  if (a.size() == 0) return out;
   // The accumulator, seen through a layout of a's shape with stride 0 on
   // reduced dims.
   std::vector<ModeAccess> acc_access(shape.size());

@@ -165,6 +165,18 @@ TEST(TotalApiTest, ReadsOfHugeHierarchicalModesAreRefusedNotAllocated) {
   EXPECT_EQ(v->as_double(), 0.0);
 }
 
+// Found by api_fuzzer: the sum over the empty dim of (0, 3037000499) has
+// 3037000499 zeros (24 GB); it is returned without touching them or an
+// accumulator. (A 2.4 GB one here, to stay well inside any machine.)
+TEST(TotalApiTest, SumOfAnEmptyTensorDoesNotTouchItsOutput) {
+  auto carrier = *HostCarrier::Create(*dtypes::Bool(), 0);
+  const Tensor t = *Tensor::Create(carrier, 0, L("(0,300000000):(16,-3)"));
+  auto sum = Sum(t, {0});
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  EXPECT_EQ(sum->shape(), std::vector<int64_t>{300000000});
+  EXPECT_EQ(GetItem(*sum, IntTuple(299999999))->as_int(), 0);
+}
+
 // --- Item 3: dtypes a user creates.
 
 TEST(TotalApiTest, UserCreatedDTypesAreRefusedByEveryKernelWithTypeError) {
