@@ -230,8 +230,5 @@ bool SameView(const Tensor& a, const Tensor& b) {
   return x.start == y.start && x.bits == y.bits && a.layout() == b.layout();
 }
 
-// Calls f(T{}) with T the C++ type of a dtype that has one (not bool, not the
-// 16-bit or narrow floats); returns false otherwise.
-
 }  // namespace ops_internal
 }  // namespace strata
