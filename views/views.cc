@@ -17,6 +17,7 @@
 #include "core/tensor_access.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
+#include "views/narrow_level.h"
 
 namespace strata {
 namespace {
@@ -133,121 +134,50 @@ absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
 
 // Deeper levels of NOTE [ The view invariant ]: the view reaches level i
 // through `reached` (a layout over the new level-(i-1) shape, relative to
-// linear index `base` of level i). Narrows level i to the box it reaches, moves
-// base's image into the level's offset, rewrites the adjacent layout into the
-// box, and continues below.
+// linear index `base` of level i). Narrows level i to the box of its leaf grid
+// that the view reaches (NOTE [ Boxes of a level's leaf grid ]), moves base's
+// image into the level's offset, rewrites the adjacent layout into the box,
+// and continues below.
 absl::Status NarrowLevels(const Representation& rep, int64_t base,
                           Layout reached,
                           std::vector<SubtensorCandidate>* subtensors,
                           std::vector<absl::StatusOr<Layout>>* adjacent) {
   for (int level = 1; level < rep.num_levels(); ++level) {
-    const Layout& placement = rep.subtensor(level).placement;
     if (reached.size() == 0) {  // Nothing is reached: deeper levels stay.
       (*adjacent)[level - 1] = reached;
       return absl::OkStatus();
     }
-    const auto extents = placement.shape().leaves();
-    const auto strides = placement.stride().leaves();
-    const size_t axes = extents.size();
-    auto not_a_box = [&](absl::string_view why) {
-      return ValueErrorCat(
-          "level ", level, " cannot be narrowed exactly: ", why,
-          " (adjacent layout ", reached.ToString(), " from index ", base,
-          " into placement ", placement.ToString(), ")");
-    };
-    // Colexicographic weights and the digits of base along the placement's
-    // leaves.
-    absl::InlinedVector<int64_t, 8> weight(axes), digit(axes), reach(axes, 0);
-    int64_t running = 1;
-    int64_t rest = base;
-    for (size_t m = 0; m < axes; ++m) {
-      weight[m] = running;
-      digit[m] = m + 1 < axes ? rest % extents[m] : rest;
-      rest = m + 1 < axes ? rest / extents[m] : 0;
-      running *= extents[m];  // Bounded by size(placement).
+    auto narrowed = views_internal::NarrowLevel(rep.subtensor(level).placement,
+                                                base, reached);
+    if (!narrowed.ok()) {
+      return ValueErrorCat("level ", level, " cannot be narrowed exactly: ",
+                           narrowed.status().message());
     }
-    // Each stride of `reached` must step along exactly one leaf of the
-    // placement.
-    const auto r_extents = reached.shape().leaves();
-    const auto r_strides = reached.stride().leaves();
-    absl::InlinedVector<int, 8> axis_of(r_extents.size(), -1);
-    for (size_t k = 0; k < r_extents.size(); ++k) {
-      const int64_t t = r_strides[k];
-      if (r_extents[k] == 1 || t == 0) continue;
-      if (t < 0) return not_a_box("a negative adjacent stride");
-      size_t m = axes;
-      for (size_t a = 0; a < axes; ++a) {
-        if (extents[a] > 1 && t >= weight[a] &&
-            (a + 1 == axes || t < weight[a] * extents[a])) {
-          m = a;
-        }
-      }
-      if (m == axes || t % weight[m] != 0) {
-        return not_a_box(
-            absl::StrCat("stride ", t, " crosses the placement's leaves"));
-      }
-      axis_of[k] = static_cast<int>(m);
-      reach[m] +=
-          (r_extents[k] - 1) * (t / weight[m]);  // Below size(placement).
-      if (digit[m] + reach[m] >= extents[m]) {
-        return not_a_box(
-            absl::StrCat("leaf ", m, " of extent ", extents[m], " would wrap"));
-      }
-    }
-    bool full = base == 0;
-    for (size_t m = 0; m < axes && full; ++m) full = reach[m] + 1 == extents[m];
-    if (full) {  // The whole level is still reached: it and deeper levels stay.
+    if (narrowed->whole) {  // The whole level is still reached: it stays.
       (*adjacent)[level - 1] = reached;
       return absl::OkStatus();
     }
-    // The box: extent reach+1 along each leaf, placed at base's digits.
-    absl::InlinedVector<int64_t, 8> box(axes), box_weight(axes);
-    int64_t box_running = 1;
-    int64_t offset = (*subtensors)[level].offset;
-    for (size_t m = 0; m < axes; ++m) {
-      box[m] = reach[m] + 1;
-      box_weight[m] = box_running;
-      box_running *= box[m];
-      int64_t shift;
-      if (!CheckedMul(digit[m], strides[m], &shift) ||
-          !CheckedAdd(offset, shift, &offset)) {
-        return ValueErrorCat("level ", level, " offset overflows");
-      }
+    SubtensorCandidate& candidate = (*subtensors)[level];
+    if (!CheckedAdd(candidate.offset, narrowed->offset_shift,
+                    &candidate.offset)) {
+      return ValueErrorCat("level ", level, " offset overflows");
     }
-    const IntTuple box_shape = axes == 1 && placement.shape().is_leaf()
-                                   ? IntTuple(box[0])
-                                   : IntTuple::Flat(box);
-    STRATA_ASSIGN_OR_RETURN(
-        Layout narrowed, Layout::Create(box_shape, box_shape.TransformLeaves(
-                                                       [&](size_t m, int64_t) {
-                                                         return strides[m];
-                                                       })));
-    (*subtensors)[level].offset = offset;
-    (*subtensors)[level].placement = narrowed;
-    STRATA_ASSIGN_OR_RETURN(
-        (*adjacent)[level - 1],
-        Layout::Create(reached.shape(),
-                       reached.stride().TransformLeaves([&](size_t k, int64_t) {
-                         return axis_of[k] < 0
-                                    ? int64_t{0}
-                                    : r_strides[k] / weight[axis_of[k]] *
-                                          box_weight[axis_of[k]];
-                       })));
+    candidate.placement = narrowed->placement;
+    (*adjacent)[level - 1] = narrowed->adjacent;
     if (level + 1 == rep.num_levels()) break;
     // Level level+1 is reached through S_level restricted to the box.
     const Layout& next = rep.adjacent_layouts()[level];
     const auto next_strides = next.stride().leaves();
-    int64_t next_base = 0;
-    for (size_t m = 0; m < axes; ++m) {
-      next_base +=
-          digit[m] * next_strides[m];  // A reachable index: no overflow.
+    base = 0;
+    for (size_t a = 0; a < next_strides.size(); ++a) {
+      base += narrowed->start[a] * next_strides[a];  // Reached: no overflow.
     }
     STRATA_ASSIGN_OR_RETURN(
-        reached, Layout::Create(box_shape, box_shape.TransformLeaves(
-                                               [&](size_t m, int64_t) {
-                                                 return next_strides[m];
-                                               })));
-    base = next_base;
+        reached,
+        Layout::Create(narrowed->placement.shape(),
+                       next.stride().TransformLeaves([&](size_t a, int64_t t) {
+                         return narrowed->step[a] * t;  // Reached, too.
+                       })));
   }
   return absl::OkStatus();
 }
@@ -617,10 +547,23 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
       Coalesce(forward->results[0]) != Coalesce(layout)) {
     return unreached("they are not in the image of L_0");
   }
-  subtensors[0].placement =
-      forward->results[0];  // layout, refined like S_0's image.
+  // The layout, refined like S_0's image, keeps its modes: composition
+  // refines an integer layout 6:1 into (2,3):(1,2) and returns a one-mode
+  // tuple's mode, either of which would change the view's rank.
+  auto keep_modes = [&](const Layout& x) -> absl::StatusOr<Layout> {
+    auto rank = [](const Layout& l) {
+      return l.shape().is_leaf() ? 1 : l.shape().rank();
+    };
+    if (rank(x) == rank(layout)) return x;
+    if (rank(layout) == 1) return MakeLayout({x});
+    return ValueErrorCat("AsStrided: composition changed the rank of ",
+                         layout.ToString(), " to that of ", x.ToString());
+  };
+  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+                          keep_modes(forward->results[0]));
+  STRATA_ASSIGN_OR_RETURN(Layout reached, keep_modes(forward->results[1]));
   STRATA_RETURN_IF_ERROR(NarrowLevels(
-      rep, forward->bases[1], forward->results[1], &subtensors, &adjacent));
+      rep, forward->bases[1], std::move(reached), &subtensors, &adjacent));
   return Rebuild(rep, std::move(subtensors), std::move(adjacent));
 }
 

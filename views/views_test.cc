@@ -382,8 +382,227 @@ TEST(BlockScaledViewsTest, AsStridedGoesThroughTheInverse) {
   ExpectInvariant(t, *v, [](const Coord& k) {
     return Coord{2 + k[0], 32 + k[1]};
   });
+  // An integer layout keeps the view's rank, though S_0's image refines it.
+  auto flat = AsStrided(t, L("32:1"), 64 + 32);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_EQ(flat->shape(), (std::vector<int64_t>{32}));
+  ExpectInvariant(t, *flat, [](const Coord& k) { return Coord{1, 32 + k[0]}; });
   // Reaching past the values level 0 holds is refused.
   EXPECT_TRUE(IsValueError(AsStrided(t, L("(2,32):(64,1)"), 4 * 64).status()));
+}
+
+// --- Swizzled 128x4 scale layouts (representation-cli.md, "Scale layouts") --
+
+// An mxfp8_e4m3 Tensor whose scales are in the 128x4 swizzle: batches x rows x
+// cols with blocks along cols (blocks_on_rows = false), or batches x cols x
+// rows with blocks along the second-to-last mode (MN-major). Rows pad to
+// 128, blocks to 4.
+Tensor Swizzled(int64_t batches, int64_t rows, int64_t cols,
+                bool blocks_on_rows = false) {
+  const int64_t nb = cols / 32;
+  const int64_t rp = (rows + 127) / 128 * 128, bp = (nb + 3) / 4 * 4;
+  auto values =
+      *HostCarrier::Create(*dtypes::Float8E4M3FN(), batches * rows * cols);
+  auto scales =
+      *HostCarrier::Create(*dtypes::Float8E8M0FNU(), batches * rp * bp);
+  const IntTuple row_leaves = IntTuple::Tuple({32, 4, rp / 128});
+  const IntTuple row_strides = IntTuple::Tuple({16, 4, 128 * bp});
+  const IntTuple block_leaves = IntTuple::Tuple({4, bp / 4});
+  const IntTuple block_strides = IntTuple::Tuple({1, 512});
+  const IntTuple blocked = IntTuple::Tuple({32, nb});
+  std::vector<IntTuple> shape, l0_stride, l1_shape, l1_stride, s0_stride;
+  if (batches > 1) {
+    shape.push_back(batches);
+    l0_stride.push_back(rows * cols);
+    l1_shape.push_back(batches);
+    l1_stride.push_back(rp * bp);
+    s0_stride.push_back(1);
+  }
+  const int64_t b = batches;  // Colex weights of the level-1 domain.
+  if (!blocks_on_rows) {      // (rows, cols): level 1 is (rows, blocks).
+    shape.insert(shape.end(), {rows, blocked});
+    l0_stride.insert(l0_stride.end(), {cols, IntTuple::Tuple({1, 32})});
+    l1_shape.insert(l1_shape.end(), {row_leaves, block_leaves});
+    l1_stride.insert(l1_stride.end(), {row_strides, block_strides});
+    s0_stride.insert(s0_stride.end(), {b, IntTuple::Tuple({0, b * rp})});
+  } else {  // (cols, rows): level 1 is (blocks, rows).
+    shape.insert(shape.end(), {blocked, rows});
+    l0_stride.insert(l0_stride.end(), {IntTuple::Tuple({rows, 32 * rows}), 1});
+    l1_shape.insert(l1_shape.end(), {block_leaves, row_leaves});
+    l1_stride.insert(l1_stride.end(), {block_strides, row_strides});
+    s0_stride.insert(s0_stride.end(), {IntTuple::Tuple({0, b}), b * bp});
+  }
+  const IntTuple s = IntTuple::Tuple(shape);
+  auto rep =
+      Representation::Create(dtypes::MXFP8E4M3(),
+                             {{dtypes::Float8E4M3FN(), values, 0,
+                               *Layout::Create(s, IntTuple::Tuple(l0_stride))},
+                              {dtypes::Float8E8M0FNU(), scales, 0,
+                               *Layout::Create(IntTuple::Tuple(l1_shape),
+                                               IntTuple::Tuple(l1_stride))}},
+                             {*Layout::Create(s, IntTuple::Tuple(s0_stride))});
+  EXPECT_TRUE(rep.ok()) << rep.status();
+  return MakeTensor(*rep);
+}
+
+// The carrier index of the scale of (batch, r, b), by the published formula.
+int64_t SwizzledIndex(int64_t batch, int64_t r, int64_t b, int64_t rows,
+                      int64_t nb) {
+  const int64_t rp = (rows + 127) / 128 * 128, bp = (nb + 3) / 4 * 4;
+  return batch * rp * bp + (r / 128) * (bp / 4) * 512 + (b / 4) * 512 +
+         (r % 32) * 16 + ((r / 32) % 4) * 4 + b % 4;
+}
+
+TEST(SwizzledViewsTest, TheRepresentationIsThePublishedFormula) {
+  const Tensor t = Swizzled(1, 200, 160);
+  ForEachCoord(t.shape(), [&](const Coord& c) {
+    ASSERT_EQ(Reached(t, c)[1], SwizzledIndex(0, c[0], c[1] / 32, 200, 5));
+  });
+  const Tensor mn = Swizzled(2, 130, 64, true);
+  ForEachCoord(mn.shape(), [&](const Coord& c) {
+    ASSERT_EQ(Reached(mn, c)[1], SwizzledIndex(c[0], c[2], c[1] / 32, 130, 2));
+  });
+}
+
+TEST(SwizzledViewsTest, ATensorParallelShardIsAView) {
+  // `strata view FILE slice 0 128 256 1` of a 256x256 mxfp8 Tensor.
+  const Tensor t = Swizzled(1, 256, 256);
+  auto shard = Slice(t, 0, 128, 256);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  const Representation& rep = TensorAccess::representation(*shard);
+  EXPECT_EQ(rep.subtensor(1).offset, 1024);
+  EXPECT_EQ(rep.subtensor(1).placement.ToString(),
+            "((32,4,1),(4,2)):((16,4,1024),(1,512))");
+  ExpectInvariant(t, *shard, [](const Coord& c) {
+    return Coord{128 + c[0], c[1]};
+  });
+  // Column shards of whole 4-block atoms (128 columns) are views too.
+  auto columns = Slice(t, 1, 128, 256);
+  ASSERT_TRUE(columns.ok()) << columns.status();
+  ExpectInvariant(t, *columns, [](const Coord& c) {
+    return Coord{c[0], 128 + c[1]};
+  });
+  // A shard of a shard.
+  auto quarter = Slice(*shard, 1, 0, 128);
+  ASSERT_TRUE(quarter.ok()) << quarter.status();
+  ExpectInvariant(t, *quarter, [](const Coord& c) {
+    return Coord{128 + c[0], c[1]};
+  });
+}
+
+TEST(SwizzledViewsTest, ShardsThatCrossATileOrCutABlockAreRefused) {
+  const Tensor t = Swizzled(1, 256, 256);
+  // Rows 64..191 start inside tile 0 and end in tile 1.
+  auto rows = Slice(t, 0, 64, 192);
+  ASSERT_TRUE(IsValueError(rows.status())) << rows.status();
+  EXPECT_NE(rows.status().message().find("level 1 cannot be narrowed exactly"),
+            absl::string_view::npos)
+      << rows.status();
+  EXPECT_NE(rows.status().message().find("wrap around leaf 1 (extent 4)"),
+            absl::string_view::npos)
+      << rows.status();
+  // Blocks 2..5 cross the 4-block atom.
+  EXPECT_TRUE(IsValueError(Slice(t, 1, 64, 192).status()));
+  // Columns 16..47 cut a block: the dtype rule refuses.
+  auto cut = Slice(t, 1, 16, 48);
+  ASSERT_TRUE(IsValueError(cut.status()));
+  // Shards inside one tile are views: rows 32..63 and rows 0..99 (the box
+  // keeps the unreached rows of the tile as padding). Rows 130..255 start at
+  // row 2 of a 32-row group and carry out of it: no box starts there.
+  EXPECT_TRUE(IsValueError(Slice(t, 0, 130, 256).status()));
+  for (const auto& [start, stop] : {std::pair<int64_t, int64_t>{32, 64},
+                                    {0, 100},
+                                    {160, 256},
+                                    {128, 129}}) {
+    auto v = Slice(t, 0, start, stop);
+    ASSERT_TRUE(v.ok()) << start << ".." << stop << ": " << v.status();
+    ExpectInvariant(t, *v, [&](const Coord& c) {
+      return Coord{start + c[0], c[1]};
+    });
+  }
+}
+
+TEST(SwizzledViewsTest, PaddedBatchedAndMnMajorShards) {
+  // 200 rows pad to 256 and 5 blocks to 8.
+  const Tensor padded = Swizzled(1, 200, 160);
+  for (const auto& [start, stop] : {std::pair<int64_t, int64_t>{128, 200},
+                                    {0, 128},
+                                    {0, 100},
+                                    {160, 170}}) {
+    auto v = Slice(padded, 0, start, stop);
+    ASSERT_TRUE(v.ok()) << start << ".." << stop << ": " << v.status();
+    ExpectInvariant(padded, *v, [&](const Coord& c) {
+      return Coord{start + c[0], c[1]};
+    });
+  }
+  auto last_blocks = Slice(padded, 1, 128, 160);
+  ASSERT_TRUE(last_blocks.ok()) << last_blocks.status();
+  ExpectInvariant(padded, *last_blocks, [](const Coord& c) {
+    return Coord{c[0], 128 + c[1]};
+  });
+  // One expert of three, then its second tile.
+  const Tensor experts = Swizzled(3, 256, 64);
+  auto expert = Slice(experts, 0, 1, 2);
+  ASSERT_TRUE(expert.ok()) << expert.status();
+  auto tile = Slice(*expert, 1, 128, 256);
+  ASSERT_TRUE(tile.ok()) << tile.status();
+  ExpectInvariant(experts, *tile, [](const Coord& c) {
+    return Coord{1, 128 + c[1], c[2]};
+  });
+  EXPECT_TRUE(IsValueError(Slice(*expert, 1, 100, 200).status()));
+  // MN-major: (K, N) blocked along K; a shard of N is a view.
+  const Tensor mn = Swizzled(1, 256, 64, true);
+  auto n_shard = Slice(mn, 1, 128, 256);
+  ASSERT_TRUE(n_shard.ok()) << n_shard.status();
+  ExpectInvariant(mn, *n_shard, [](const Coord& c) {
+    return Coord{c[0], 128 + c[1]};
+  });
+  EXPECT_TRUE(IsValueError(Slice(mn, 1, 64, 192).status()));
+}
+
+TEST(SwizzledViewsTest, StridedTransposedReshapedAndBroadcastShards) {
+  const Tensor t = Swizzled(1, 256, 128);
+  // Every other row: steps of 2 along leaf 0 of extent 32, seamlessly.
+  for (int64_t start : {0, 1}) {
+    auto v = Slice(t, 0, start, 256, 2);
+    ASSERT_TRUE(v.ok()) << v.status();
+    ExpectInvariant(t, *v, [&](const Coord& c) {
+      return Coord{start + 2 * c[0], c[1]};
+    });
+  }
+  // Transpose, then shard the (former) rows.
+  auto tr = Permute(t, {1, 0});
+  ASSERT_TRUE(tr.ok()) << tr.status();
+  auto tr_shard = Slice(*tr, 1, 128, 256);
+  ASSERT_TRUE(tr_shard.ok()) << tr_shard.status();
+  ExpectInvariant(t, *tr_shard, [](const Coord& c) {
+    return Coord{128 + c[1], c[0]};
+  });
+  EXPECT_TRUE(IsValueError(Slice(*tr, 1, 96, 160).status()));
+  // Reshape the rows into (2, 128) tiles, then take tile 1.
+  auto tiles = Reshape(t, {2, 128, 128});
+  ASSERT_TRUE(tiles.ok()) << tiles.status();
+  auto tile = Slice(*tiles, 0, 1, 2);
+  ASSERT_TRUE(tile.ok()) << tile.status();
+  ExpectInvariant(t, *tile, [](const Coord& c) {
+    return Coord{128 + c[1], c[2]};
+  });
+  // Broadcast a new leading mode, then shard the rows.
+  auto wide = BroadcastTo(t, {3, 256, 128});
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  auto wide_shard = Slice(*wide, 1, 128, 256);
+  ASSERT_TRUE(wide_shard.ok()) << wide_shard.status();
+  ExpectInvariant(t, *wide_shard, [](const Coord& c) {
+    return Coord{128 + c[1], c[2]};
+  });
+  // AsStrided of the second tile, storage-relative.
+  auto strided = AsStrided(t, L("(128,128):(128,1)"), 128 * 128);
+  ASSERT_TRUE(strided.ok()) << strided.status();
+  ExpectInvariant(t, *strided, [](const Coord& c) {
+    return Coord{128 + c[0], c[1]};
+  });
+  EXPECT_TRUE(
+      IsValueError(AsStrided(t, L("(128,128):(128,1)"), 64 * 128).status()));
 }
 
 // --- Property tests over random tensors --------------------------------------
@@ -493,6 +712,144 @@ TEST_P(RandomViewsTest, EveryViewKeepsTheInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Levels, RandomViewsTest, ::testing::Bool());
+
+// A two-level Tensor whose level 1 is hierarchical: 1-3 modes of 2-4 leaves
+// each, in a random compact order, and a random S_0 whose strides are mostly
+// multiples of level 1's leaf weights, so that views reach boxes, wrap
+// leaves, cross them seamlessly and diagonally.
+Tensor RandomHierarchicalTensor(testing::RandomLayouts& gen) {
+  for (;;) {
+    // Values as in RandomTensor: random modes plus a blocked mode (B, nb).
+    const int rank = gen.Uniform(1, 3);
+    const int blocked = gen.Uniform(0, rank - 1);
+    std::vector<IntTuple> value_modes;
+    for (int i = 0; i < rank; ++i) {
+      const int64_t e = gen.Uniform(1, 6);
+      value_modes.push_back(i == blocked
+                                ? IntTuple::Tuple({gen.Uniform(1, 2) * 2, e})
+                                : IntTuple(e));
+    }
+    const IntTuple shape = IntTuple::Tuple(value_modes);
+    // Level 1: 2-4 leaves per mode.
+    std::vector<IntTuple> level_modes;
+    const int level_rank = gen.Uniform(1, 3);
+    for (int i = 0; i < level_rank; ++i) {
+      std::vector<int64_t> leaves(gen.Uniform(2, 4));
+      for (int64_t& e : leaves) e = gen.Uniform(1, 4);
+      level_modes.push_back(IntTuple::Flat(leaves));
+    }
+    const IntTuple level_shape = IntTuple::Tuple(level_modes);
+    const auto level_leaves = level_shape.leaves();
+    std::vector<int64_t> weights;
+    int64_t level_size = 1;
+    for (int64_t e : level_leaves) {
+      weights.push_back(level_size);
+      level_size *= e;
+    }
+    if (level_size > 512 || level_size < 2) continue;
+    auto compact = [&](const IntTuple& s) {
+      const auto extents = s.leaves();
+      std::vector<size_t> order(extents.size());
+      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+      std::shuffle(order.begin(), order.end(), gen.engine());
+      std::vector<int64_t> strides(extents.size());
+      int64_t running = 1;
+      for (size_t k : order) {
+        strides[k] = running;
+        running *= extents[k];
+      }
+      return *Layout::Create(
+          s, s.TransformLeaves([&](size_t k, int64_t) { return strides[k]; }));
+    };
+    const Layout l0 = compact(shape);
+    const Layout l1 = compact(level_shape);
+    const Layout s0 = *Layout::Create(
+        shape, shape.TransformLeaves([&](size_t, int64_t) -> int64_t {
+          switch (gen.Uniform(0, 5)) {
+            case 0:
+              return 0;
+            case 1:
+              return gen.Uniform(0, level_size - 1);
+            case 2:
+              return weights[gen.Uniform(0, weights.size() - 1)] *
+                     gen.Uniform(1, 3);
+            default:
+              return weights[gen.Uniform(0, weights.size() - 1)];
+          }
+        }));
+    if (s0.max_index() >= level_size) continue;
+    const int64_t off0 = gen.Uniform(0, 3), off1 = gen.Uniform(0, 3);
+    auto values =
+        *HostCarrier::Create(*dtypes::Float8E4M3FN(), off0 + l0.cosize());
+    auto scales =
+        *HostCarrier::Create(*dtypes::Float8E8M0FNU(), off1 + l1.cosize());
+    auto rep =
+        Representation::Create(TestBlocked(),
+                               {{dtypes::Float8E4M3FN(), values, off0, l0},
+                                {dtypes::Float8E8M0FNU(), scales, off1, l1}},
+                               {s0});
+    EXPECT_TRUE(rep.ok()) << rep.status();
+    return MakeTensor(*rep);
+  }
+}
+
+TEST(HierarchicalViewsTest, EveryAdmittedViewKeepsTheInvariantAtEveryLevel) {
+  testing::RandomLayouts gen(14);
+  int admitted = 0, refused = 0;
+  auto check = [&](const Tensor& source, const absl::StatusOr<Tensor>& view,
+                   const std::function<Coord(const Coord&)>& sigma) {
+    if (!view.ok()) {
+      ++refused;
+      ASSERT_TRUE(IsValueError(view.status())) << view.status();
+      return;
+    }
+    ++admitted;
+    ExpectInvariant(source, *view, sigma);
+  };
+  for (int n = 0; n < 600; ++n) {
+    const Tensor t = RandomHierarchicalTensor(gen);
+    SCOPED_TRACE(Describe(t));
+    const std::vector<int64_t> shape = t.shape();
+    const int64_t rank = shape.size();
+    // A slice, and a slice of it along another random dim.
+    const int64_t dim = gen.Uniform(0, rank - 1);
+    const int64_t start = gen.Uniform(0, shape[dim]);
+    const int64_t stop = gen.Uniform(start, shape[dim]);
+    const int64_t step = gen.Uniform(1, 3);
+    auto once = [&](const Coord& c) {
+      Coord old = c;
+      old[dim] = start + step * c[dim];
+      return old;
+    };
+    auto v = Slice(t, dim, start, stop, step);
+    check(t, v, once);
+    if (v.ok()) {
+      const int64_t dim2 = gen.Uniform(0, rank - 1);
+      const int64_t extent2 = v->shape()[dim2];
+      const int64_t start2 = gen.Uniform(0, extent2);
+      const int64_t stop2 = gen.Uniform(start2, extent2);
+      check(t, Slice(*v, dim2, start2, stop2), [&](const Coord& c) {
+        Coord inner = c;
+        inner[dim2] = start2 + c[dim2];
+        return once(inner);
+      });
+    }
+    // The same box of level 0 as a storage-relative AsStrided: what a
+    // one-level Tensor with L_0 gives for that slice.
+    const Representation& rep = TensorAccess::representation(t);
+    auto plain = Tensor::Create(rep.subtensor(0).carrier,
+                                rep.subtensor(0).offset, t.layout());
+    ASSERT_TRUE(plain.ok()) << plain.status();
+    // (Its coordinates are the slice's where the one-level slice keeps the
+    // rank: one hierarchical mode may come back as its leaves.)
+    if (auto box = Slice(*plain, dim, start, stop, step);
+        box.ok() && box->shape().size() == shape.size()) {
+      check(t, AsStrided(t, box->layout(), box->offset()), once);
+    }
+  }
+  EXPECT_GT(admitted, 400);
+  EXPECT_GT(refused, 100);
+}
 
 // --- Issue 16, item 4: extreme integers are ValueErrors, never UB ------------
 

@@ -1,0 +1,201 @@
+#include "views/narrow_level.h"
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "core/status_macros.h"
+#include "layout/checked_math.h"
+
+namespace strata {
+namespace views_internal {
+
+absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
+                                          const Layout& reached) {
+  const auto extents = placement.shape().leaves();
+  const auto strides = placement.stride().leaves();
+  const int leaves = static_cast<int>(extents.size());
+  const int64_t size = placement.size();
+  auto refuse = [&](absl::string_view why) {
+    return ValueErrorCat(why, " (adjacent layout ", reached.ToString(),
+                         " from index ", base, " into placement ",
+                         placement.ToString(), ")");
+  };
+  if (base < 0 || base >= size) {
+    return refuse(absl::StrCat("index ", base, " is outside the level's ", size,
+                               " coordinates"));
+  }
+  // The leaves of `reached` that move, and the last index they reach.
+  struct Move {
+    size_t leaf;
+    int64_t last;  // n_k - 1
+    int64_t stride;
+  };
+  const auto r_extents = reached.shape().leaves();
+  const auto r_strides = reached.stride().leaves();
+  std::vector<Move> moves;
+  int64_t last_index = base;
+  for (size_t k = 0; k < r_extents.size(); ++k) {
+    if (r_extents[k] <= 1 || r_strides[k] == 0) continue;
+    if (r_strides[k] < 0) {
+      return refuse(absl::StrCat(
+          "adjacent stride ", r_strides[k],
+          " is negative: it reaches coordinates before the view's start"));
+    }
+    int64_t reach;
+    if (!CheckedMul(r_extents[k] - 1, r_strides[k], &reach) ||
+        !CheckedAdd(last_index, reach, &last_index)) {
+      last_index = size;
+    }
+    moves.push_back({k, r_extents[k] - 1, r_strides[k]});
+  }
+  if (last_index >= size) {
+    return refuse(
+        absl::StrCat("it reaches past the level's last index ", size - 1));
+  }
+  // Colexicographic weights of the leaves; bounded by size.
+  std::vector<int64_t> weight(leaves + 1);
+  weight[0] = 1;
+  for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
+
+  // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
+  std::vector<int> first(leaves + 1);
+  std::iota(first.begin(), first.end(), 0);
+  auto runs = [&] { return static_cast<int>(first.size()) - 1; };
+  auto digit = [&](int64_t value, int r) {
+    return value / weight[first[r]] % (weight[first[r + 1]] / weight[first[r]]);
+  };
+  // The largest digit reached in run r if nothing carries into it; -1 where
+  // it overflows the run.
+  auto largest = [&](int r) {
+    const int64_t run_extent = weight[first[r + 1]] / weight[first[r]];
+    int64_t sum = digit(base, r);
+    for (const Move& m : moves) {
+      int64_t term;
+      if (!CheckedMul(m.last, digit(m.stride, r), &term) ||
+          !CheckedAdd(sum, term, &sum) || sum >= run_extent) {
+        return int64_t{-1};
+      }
+    }
+    return sum;
+  };
+  for (int r = 0; r < runs();) {
+    if (largest(r) >= 0) {
+      ++r;
+    } else if (r + 1 == runs()) {  // Excluded by last_index < size.
+      return refuse("its indices overflow the level");
+    } else {
+      first.erase(first.begin() + r + 1);  // Merge run r with run r + 1.
+    }
+  }
+
+  NarrowedLevel out;
+  out.start.resize(leaves);
+  out.step.assign(leaves, 1);
+  out.extent.assign(leaves, 1);
+  for (int a = 0; a < leaves; ++a) out.start[a] = base / weight[a] % extents[a];
+  for (int r = 0; r < runs(); ++r) {
+    const int a = first[r];
+    const int b = first[r + 1] - 1;
+    if (a == b) {
+      int64_t step = 0;
+      for (const Move& m : moves) step = std::gcd(step, digit(m.stride, r));
+      if (step == 0) continue;  // Nothing moves along leaf a.
+      out.step[a] = step;
+      out.extent[a] = (largest(r) - out.start[a]) / step + 1;
+      continue;
+    }
+    // Leaves a..b read like one: leaf a stepped seamlessly, the inner leaves
+    // whole, leaf b stepped by 1 up to the largest digit reached.
+    int64_t step = extents[a];
+    for (const Move& m : moves) step = std::gcd(step, digit(m.stride, r));
+    auto wraps = [&](int leaf) {
+      return refuse(
+          absl::StrCat("the coordinates it reaches wrap around leaf ", leaf,
+                       " (extent ", extents[leaf], ") from coordinate ",
+                       out.start[leaf], " into leaf ", leaf + 1,
+                       ", so no box of the level's leaves that starts there "
+                       "holds them"));
+    };
+    if (out.start[a] >= step) return wraps(a);
+    for (int j = a + 1; j < b; ++j) {
+      if (out.start[j] != 0) return wraps(j);
+    }
+    out.step[a] = step;
+    out.extent[a] = extents[a] / step;
+    for (int j = a + 1; j < b; ++j) out.extent[j] = extents[j];
+    out.extent[b] = largest(r) / (weight[b] / weight[a]) - out.start[b] + 1;
+  }
+  out.whole = base == 0;
+  for (int a = 0; a < leaves && out.whole; ++a) {
+    out.whole =
+        out.extent[a] == extents[a] && (out.step[a] == 1 || extents[a] == 1);
+  }
+
+  // The box as a layout of level indices, coalesced where its leaves read
+  // like one; every reached index has unique digits in it.
+  struct BoxMode {
+    int64_t extent, stride, weight;
+  };
+  std::vector<BoxMode> box;
+  int64_t box_size = 1;
+  for (int a = 0; a < leaves; ++a) {
+    if (out.extent[a] == 1) continue;
+    const int64_t stride = out.step[a] * weight[a];  // Below size.
+    if (!box.empty() && box.back().extent * box.back().stride == stride) {
+      box.back().extent *= out.extent[a];
+    } else {
+      box.push_back({out.extent[a], stride, 0});
+    }
+  }
+  for (BoxMode& m : box) {
+    m.weight = box_size;
+    box_size *= m.extent;  // At most size.
+  }
+  std::vector<int64_t> alpha(r_extents.size(), 0);
+  std::vector<int64_t> reach(box.size(), 0);
+  for (const Move& m : moves) {
+    int64_t rest = m.stride;
+    for (size_t b = box.size(); b-- > 0;) {
+      const int64_t q = rest / box[b].stride;
+      if (q >= box[b].extent) break;
+      rest -= q * box[b].stride;
+      alpha[m.leaf] += q * box[b].weight;
+      reach[b] += m.last * q;  // At most the box's extent: checked below.
+      if (reach[b] >= box[b].extent) rest = -1;
+      if (rest <= 0) break;
+    }
+    if (rest != 0) {  // Phase one built the box so that this never happens.
+      return refuse("no box of the level's leaves re-expresses its indices");
+    }
+  }
+
+  // The box as the level's placement, in the placement's own shape.
+  std::vector<int64_t> box_strides(leaves);
+  for (int a = 0; a < leaves; ++a) {
+    int64_t shift;
+    if (!CheckedMul(out.start[a], strides[a], &shift) ||
+        !CheckedAdd(out.offset_shift, shift, &out.offset_shift) ||
+        !CheckedMul(out.step[a], strides[a], &box_strides[a])) {
+      return refuse("its offset overflows");
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      out.placement,
+      Layout::Create(placement.shape().TransformLeaves(
+                         [&](size_t a, int64_t) { return out.extent[a]; }),
+                     placement.stride().TransformLeaves(
+                         [&](size_t a, int64_t) { return box_strides[a]; })));
+  STRATA_ASSIGN_OR_RETURN(
+      out.adjacent,
+      Layout::Create(reached.shape(),
+                     reached.stride().TransformLeaves(
+                         [&](size_t k, int64_t) { return alpha[k]; })));
+  return out;
+}
+
+}  // namespace views_internal
+}  // namespace strata
