@@ -145,7 +145,10 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   for (int a = 0; a < leaves; ++a) {
     if (out.extent[a] == 1) continue;
     const int64_t stride = out.step[a] * weight[a];  // Below size.
-    if (!box.empty() && box.back().extent * box.back().stride == stride) {
+    int64_t seam;  // Where the previous leaf of the box ends.
+    if (!box.empty() &&
+        CheckedMul(box.back().extent, box.back().stride, &seam) &&
+        seam == stride) {
       box.back().extent *= out.extent[a];
     } else {
       box.push_back({out.extent[a], stride, 0});

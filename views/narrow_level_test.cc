@@ -128,6 +128,25 @@ void ExpectExact(const Layout& placement, int64_t base, const Layout& reached,
   }
 }
 
+// ExpectExact on the corners of `reached` only, for levels too big to walk.
+void ExpectExactOnCorners(const Layout& placement, int64_t base,
+                          const Layout& reached, const NarrowedLevel& n) {
+  const auto extents = reached.shape().leaves();
+  for (uint64_t corner = 0; corner < (uint64_t{1} << extents.size());
+       ++corner) {
+    int64_t index = 0, weight = 1;
+    for (size_t k = 0; k < extents.size(); ++k) {
+      if (corner >> k & 1) index += (extents[k] - 1) * weight;
+      weight *= extents[k];
+    }
+    const int64_t u = n.adjacent(index);
+    ASSERT_GE(u, 0);
+    ASSERT_LT(u, n.placement.size());
+    ASSERT_EQ(n.offset_shift + n.placement(u),
+              placement(base + reached(index)));
+  }
+}
+
 // The swizzled scales of a 256x256 mxfp8 Tensor (representation-cli.md,
 // "Scale layouts"): R = 256 rows, nb = 8 blocks.
 const char kSwizzled256[] = "((32,4,2),(4,2)):((16,4,1024),(1,512))";
@@ -201,6 +220,26 @@ TEST(NarrowLevelTest, NegativeStridesAndIndicesOutsideTheLevelAreRefused) {
   EXPECT_TRUE(IsValueError(NarrowLevel(L("8:1"), 4, L("2:4")).status()));
   EXPECT_TRUE(IsValueError(
       NarrowLevel(L("8:1"), 0, L("(2,2):(4611686018427387904,4)")).status()));
+}
+
+TEST(NarrowLevelTest, ExtremeExtentsAreCheckedArithmetic) {
+  // A level of (2^31.5)^2 indices: near INT64_MAX, every product stays in
+  // range or is refused.
+  const Layout huge = L("(3037000499,3037000499):(1,3037000499)");
+  auto rows = NarrowLevel(huge, 3037000499, L("3037000498:3037000499"));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ(rows->placement.ToString(), "(1,3037000498):(1,3037000499)");
+  EXPECT_EQ(rows->offset_shift, 3037000499);
+  auto columns = NarrowLevel(huge, 5, L("(3037000494,2):(1,3037000499)"));
+  ASSERT_TRUE(columns.ok()) << columns.status();
+  ExpectExactOnCorners(huge, 5, L("(3037000494,2):(1,3037000499)"), *columns);
+  for (const char* reached :
+       {"2:9223372036854775806",
+        "(2,2):(4611686018427387903,4611686018427387903)",
+        "(3037000499,3037000499):(3037000499,1)", "2:-9223372036854775807"}) {
+    auto n = NarrowLevel(huge, 1, L(reached));
+    EXPECT_TRUE(IsValueError(n.status())) << reached << ": " << n.status();
+  }
 }
 
 // A random reached layout over a random hierarchical grid, both small enough
