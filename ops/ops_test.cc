@@ -93,6 +93,38 @@ TEST(OpsTest, CopyFromTransposesThroughTiles) {
   }
 }
 
+TEST(OpsTest, CopyFromTransposesLargeUnalignedAndBatchedCopiesExactly) {
+  // NOTE [ Streaming 4-byte transposes ]: 1499x1540 int32 (9 MB, so streamed
+  // when aligned) with edges of every width, into an aligned and an unaligned
+  // (offset 1) destination, and a batched (3,37,41) transpose.
+  const int64_t rows = 1540, cols = 1499;
+  Tensor src = Iota("(1540,1499):(1499,1)", dtypes::Int32());
+  auto t = Permute(src, {1, 0});  // (1499,1540), column-major.
+  ASSERT_TRUE(t.ok());
+  for (int64_t offset : {0, 1}) {
+    auto carrier = *HostCarrier::Create(*dtypes::Int32(), offset + rows * cols);
+    auto dst = Tensor::Create(carrier, offset, L("(1499,1540):(1540,1)"));
+    ASSERT_TRUE(dst.ok());
+    ASSERT_TRUE(CopyFrom(*dst, *t).ok());
+    const auto* out = static_cast<const int32_t*>(carrier->data()) + offset;
+    for (int64_t i = 0; i < cols; ++i) {
+      for (int64_t j = 0; j < rows; ++j) {
+        ASSERT_EQ(out[i * rows + j], j * cols + i) << i << "," << j;
+      }
+    }
+  }
+  Tensor batch = Iota("(3,37,41):(1517,41,1)", dtypes::Float32());
+  auto bt = Contiguous(*Permute(batch, {0, 2, 1}));
+  ASSERT_TRUE(bt.ok()) << bt.status();
+  for (int64_t b = 0; b < 3; ++b) {
+    for (int64_t i = 0; i < 41; ++i) {
+      for (int64_t j = 0; j < 37; ++j) {
+        ASSERT_EQ(At(*bt, {b, i, j}), b * 1517 + j * 41 + i);
+      }
+    }
+  }
+}
+
 TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {
   Tensor t = Iota("8:1");
   // t[1:8] = t[0:7], like a memmove.
