@@ -6,8 +6,12 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "core/errors.h"
 #include "dtype/packing.h"
 
@@ -33,7 +37,81 @@ absl::StatusOr<const SimpleDType*> RequireSimple(
 
 std::atomic<int64_t> host_carriers_created{0};
 
+// NOTE [ Spare mappings ]
+// A fresh mapping costs its first touch: the kernel zeroes each huge page it
+// faults in, about 8 ms per 64 MiB here -- as long as the transposing copy
+// that fills it. So the storage of a released large carrier is kept as a
+// spare (at most kMaxSpares of them, kMaxSpareBytes in all; the oldest goes
+// back to the kernel first) for the next large carrier of the same mapped
+// size: Create zeroes a reused mapping with memset (no faults), and
+// CreateForOverwrite, for outputs their producer writes in full, does not
+// zero it at all. HostCarrier::TrimSpareMappings() unmaps the spares.
+class SpareMappings {
+ public:
+  static constexpr size_t kMaxSpares = 4;
+  static constexpr int64_t kMaxSpareBytes = int64_t{512} << 20;
+
+  static SpareMappings& Get() {
+    static SpareMappings* spares = new SpareMappings();  // Never destroyed.
+    return *spares;
+  }
+  // A spare of exactly `bytes`, or nullptr.
+  void* Take(int64_t bytes) {
+    absl::MutexLock lock(&mutex_);
+    for (size_t i = spares_.size(); i-- > 0;) {
+      if (spares_[i].second == bytes) {
+        void* data = spares_[i].first;
+        spares_.erase(spares_.begin() + i);
+        held_ -= bytes;
+        return data;
+      }
+    }
+    return nullptr;
+  }
+  // Keeps `data` as a spare, or unmaps it where it does not fit.
+  void Give(void* data, int64_t bytes) {
+    std::vector<std::pair<void*, int64_t>> evicted;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (bytes > kMaxSpareBytes) {
+        evicted.push_back({data, bytes});
+      } else {
+        while (!spares_.empty() && (spares_.size() == kMaxSpares ||
+                                    held_ + bytes > kMaxSpareBytes)) {
+          evicted.push_back(spares_.front());
+          held_ -= spares_.front().second;
+          spares_.erase(spares_.begin());
+        }
+        spares_.push_back({data, bytes});
+        held_ += bytes;
+      }
+    }
+    for (const auto& [p, n] : evicted) munmap(p, n);
+  }
+  int64_t Trim() {
+    std::vector<std::pair<void*, int64_t>> all;
+    {
+      absl::MutexLock lock(&mutex_);
+      all.swap(spares_);
+      held_ = 0;
+    }
+    int64_t bytes = 0;
+    for (const auto& [p, n] : all) {
+      munmap(p, n);
+      bytes += n;
+    }
+    return bytes;
+  }
+
+ private:
+  absl::Mutex mutex_;
+  std::vector<std::pair<void*, int64_t>> spares_ ABSL_GUARDED_BY(mutex_);
+  int64_t held_ ABSL_GUARDED_BY(mutex_) = 0;
+};
+
 }  // namespace
+
+int64_t HostCarrier::TrimSpareMappings() { return SpareMappings::Get().Trim(); }
 
 int64_t HostCarrier::created() {
   return host_carriers_created.load(std::memory_order_relaxed);
@@ -60,7 +138,17 @@ void Carrier::UnpinStorage() {
 }
 
 absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
-    const DType& descriptor, int64_t size, uint64_t version) {
+    const DType& dtype, int64_t size, uint64_t version) {
+  return CreateImpl(dtype, size, version, /*zeroed=*/true);
+}
+
+absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::CreateForOverwrite(
+    const DType& dtype, int64_t size, uint64_t version) {
+  return CreateImpl(dtype, size, version, /*zeroed=*/false);
+}
+
+absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::CreateImpl(
+    const DType& descriptor, int64_t size, uint64_t version, bool zeroed) {
   const DType* dtype = &descriptor;
   auto simple = RequireSimple(dtype, size, "host");
   if (!simple.ok()) return simple.status();
@@ -83,6 +171,13 @@ absl::StatusOr<std::shared_ptr<HostCarrier>> HostCarrier::Create(
     // here: 64 MiB first touch 230 ms with 4 KiB pages, 35 ms with huge
     // pages).
     allocated = (allocated + kHugePage - 1) / kHugePage * kHugePage;
+    data = SpareMappings::Get().Take(allocated);
+    if (data != nullptr) {
+      if (zeroed) std::memset(data, 0, allocated);
+      mapped = true;
+    }
+  }
+  if (allocated >= kHugePage && data == nullptr) {
     void* raw = mmap(nullptr, allocated + kHugePage, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw != MAP_FAILED) {
@@ -124,7 +219,7 @@ HostCarrier::~HostCarrier() { Release(); }
 void HostCarrier::ReleaseStorage() {
   if (data_ == nullptr) return;
   if (mapped_bytes_ > 0) {
-    munmap(data_, mapped_bytes_);
+    SpareMappings::Get().Give(data_, mapped_bytes_);
   } else {
     ::operator delete(data_, std::align_val_t(64));
   }

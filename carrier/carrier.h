@@ -97,6 +97,14 @@ class HostCarrier final : public Carrier {
   static constexpr int64_t kMaxHostBytes = int64_t{1} << 46;
   static absl::StatusOr<std::shared_ptr<HostCarrier>> Create(
       const DType& dtype, int64_t size, uint64_t version = 0);
+  // Create without zeroing: the values are unspecified until written, for an
+  // output that its producer writes in full (NOTE [ Spare mappings ] in
+  // carrier.cc). Same errors as Create.
+  static absl::StatusOr<std::shared_ptr<HostCarrier>> CreateForOverwrite(
+      const DType& dtype, int64_t size, uint64_t version = 0);
+  // Returns the spare mappings that released large carriers left for reuse
+  // to the kernel; returns how many bytes that unmapped.
+  static int64_t TrimSpareMappings();
 
   ~HostCarrier() override;
   absl::string_view class_name() const override { return "host"; }
@@ -107,6 +115,8 @@ class HostCarrier final : public Carrier {
 
  private:
   static constexpr int64_t kHugePage = int64_t{1} << 21;
+  static absl::StatusOr<std::shared_ptr<HostCarrier>> CreateImpl(
+      const DType& dtype, int64_t size, uint64_t version, bool zeroed);
   HostCarrier(const DType* dtype, int64_t size, uint64_t version, void* data,
               int64_t bytes, int64_t mapped_bytes)
       : Carrier(dtype, size, version),

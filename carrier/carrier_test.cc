@@ -91,6 +91,34 @@ TEST(HostCarrierTest, AllocationFailureIsAResourceExhaustedError) {
       ::testing::ExitedWithCode(0), "");
 }
 
+TEST(HostCarrierTest, ReleasedLargeMappingsAreReusedZeroedOrForOverwrite) {
+  // NOTE [ Spare mappings ]: 3 MiB rounds up to a 4 MiB mapping.
+  HostCarrier::TrimSpareMappings();
+  const int64_t n = (3 << 20) / 4;
+  auto first = *HostCarrier::Create(*dtypes::Float32(), n);
+  const void* address = first->data();
+  std::memset(first->mutable_data(), 0xAB, n * 4);
+  first.reset();  // Released: its mapping becomes a spare.
+  auto zeroed = *HostCarrier::Create(*dtypes::Int32(), n);
+  EXPECT_EQ(zeroed->data(), address) << "the spare is reused";
+  const auto* values = static_cast<const int32_t*>(zeroed->data());
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(values[i], 0) << i;
+  std::memset(zeroed->mutable_data(), 0xCD, n * 4);
+  zeroed->Release();  // An explicit Release gives the mapping back too.
+  auto overwrite = *HostCarrier::CreateForOverwrite(*dtypes::Float32(), n);
+  EXPECT_EQ(overwrite->data(), address);
+  EXPECT_EQ(overwrite->size(), n);
+  // A different mapped size does not take it; trimming unmaps what is left.
+  overwrite.reset();
+  auto other = *HostCarrier::CreateForOverwrite(*dtypes::Float32(), 4 * n);
+  EXPECT_NE(other->data(), address);
+  EXPECT_EQ(HostCarrier::TrimSpareMappings(), int64_t{4} << 20);
+  EXPECT_EQ(HostCarrier::TrimSpareMappings(), 0);
+  // CreateForOverwrite refuses what Create refuses.
+  EXPECT_TRUE(IsValueError(
+      HostCarrier::CreateForOverwrite(*dtypes::Float32(), -1).status()));
+}
+
 TEST(CarrierTest, VersionsStartAtZeroAndBump) {
   auto c = HostCarrier::Create(*dtypes::Int32(), 4);
   ASSERT_TRUE(c.ok());

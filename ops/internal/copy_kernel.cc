@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "carrier/carrier.h"
+#include "core/errors.h"
 #include "core/status_macros.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/element_io.h"
@@ -118,6 +119,22 @@ bool TransposeBySse(T* to, const T* from, int64_t to_row_stride,
 }
 #endif
 
+// A compact row-major Tensor whose values are unspecified until written
+// (HostCarrier::CreateForOverwrite).
+absl::StatusOr<Tensor> EmptyForOverwrite(const SimpleDType& dtype,
+                                         const std::vector<int64_t>& shape) {
+  for (int64_t e : shape) {
+    if (e < 0) return ValueErrorCat("negative extent ", e);
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      Layout layout,
+      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
+                                         : IntTuple::Flat(shape)));
+  STRATA_ASSIGN_OR_RETURN(
+      auto carrier, HostCarrier::CreateForOverwrite(dtype, layout.size()));
+  return Tensor::Create(carrier, 0, layout);
+}
+
 }  // namespace
 
 // dst[c] = src[c] for same-shaped views (src broadcast already aligned by
@@ -201,7 +218,11 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
 
 absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
   const std::vector<int64_t> shape = a.shape();
-  STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(dtype, shape));
+  // The copy writes every value; packed dtypes would leave the spare bits of
+  // a last byte unwritten, so they start from zeros.
+  STRATA_ASSIGN_OR_RETURN(Tensor out, dtype.bits() % 8 == 0
+                                          ? EmptyForOverwrite(dtype, shape)
+                                          : Zeros(dtype, shape));
   CopyKernel(out, shape, AlignedAccess(out.layout(), shape), a,
              AlignedAccess(a.layout(), shape));
   return out;
