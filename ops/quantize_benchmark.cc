@@ -46,24 +46,21 @@ void BM_Quantize(benchmark::State& state, const CompoundDType* format,
   }
   state.SetBytesProcessed(state.iterations() * kN * kN * 4);
 }
-BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3 / row_major, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kRowMajor)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3 / swizzled_128x4, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kSwizzled128x4)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp4 / row_major, dtypes::MXFP4(),
-                  ScaleLayout::kRowMajor)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp4 / swizzled_128x4, dtypes::MXFP4(),
-                  ScaleLayout::kSwizzled128x4)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4 / row_major, dtypes::NVFP4(),
-                  ScaleLayout::kRowMajor)
-    ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4 / swizzled_128x4, dtypes::NVFP4(),
-                  ScaleLayout::kSwizzled128x4)
-    ->Unit(benchmark::kMillisecond);
+// The names are BM_Quantize/FORMAT/LAYOUT, without spaces.
+// clang-format off
+BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3/row_major, dtypes::MXFP8E4M3(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3/swizzled_128x4, dtypes::MXFP8E4M3(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, mxfp4/row_major, dtypes::MXFP4(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, mxfp4/swizzled_128x4, dtypes::MXFP4(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, nvfp4/row_major, dtypes::NVFP4(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, nvfp4/swizzled_128x4, dtypes::NVFP4(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
+// clang-format on
 
 }  // namespace
 }  // namespace strata

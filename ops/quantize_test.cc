@@ -813,7 +813,9 @@ TEST(QuantizeTest, EverySimdTargetGivesThePortableBytes) {
   for (QuantFormat f :
        {QuantFormat::kMXFP8E4M3, QuantFormat::kMXFP4, QuantFormat::kNVFP4}) {
     const int64_t block = ops_internal::QuantBlockSize(f);
-    const int64_t blocks = v.size() / block;
+    // An odd count: the SIMD loops of several blocks at a time and their
+    // one-block tail both run.
+    const int64_t blocks = v.size() / block - 1;
     const int64_t value_bytes =
         f == QuantFormat::kMXFP8E4M3 ? blocks * block : blocks * block / 2;
     std::vector<uint8_t> want_values(value_bytes), want_scales(blocks);
