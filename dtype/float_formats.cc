@@ -134,7 +134,9 @@ uint32_t MiniFloat::EncodeSaturating(double value) const {
     magnitude_code =
         (static_cast<uint32_t>(re + bias) << mantissa_bits) | mantissa;
   }
-  if (negative && is_signed && magnitude_code != 0) {
+  // Zeros keep their sign: -0, and a negative value that rounds to zero,
+  // encode as the negative zero (NOTE [ Block quantization arithmetic ]).
+  if (negative && is_signed) {
     magnitude_code |= 1u << total;
   }
   return magnitude_code;

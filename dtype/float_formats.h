@@ -4,7 +4,9 @@
 //
 // Encoders round to nearest, ties to even; the narrow formats saturate to their
 // largest finite value (the OCP MX conversion with saturation). NaN encodes as
-// the format's NaN, or as +0 for a format without one (float4_e2m1fn).
+// the format's NaN, or as +0 for a format without one (float4_e2m1fn). A
+// negative value that rounds to zero, and -0, encode as the negative zero of
+// a signed format (e4m3 0x80, e2m1 0x8), as IEEE conversions do.
 #ifndef STRATA_DTYPE_FLOAT_FORMATS_H_
 #define STRATA_DTYPE_FLOAT_FORMATS_H_
 

@@ -17,8 +17,10 @@
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
+#include "layout/checked_math.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
+#include "ops/internal/quantize_kernel.h"
 #include "ops/internal/require.h"
 
 namespace strata {
@@ -28,33 +30,7 @@ using ops_internal::RequireKernelTensor;
 using ops_internal::RowMajorOffsets;
 namespace {
 
-// Fast round-to-nearest-even encoders for |y| of a float; exact for every float
-// and checked against MiniFloat::EncodeSaturating in the tests.
-inline uint8_t EncodeE4M3(float y) {
-  const uint8_t sign = std::signbit(y) ? 0x80 : 0;
-  const float a = std::fabs(y);
-  if (!(a < 448.0f)) return std::isnan(a) ? 0x7F : sign | 0x7E;
-  if (a < 0x1p-6f) {
-    return a == 0 ? 0 : sign | static_cast<uint8_t>(std::nearbyint(a * 512.0f));
-  }
-  uint32_t u = FloatBits(a);
-  u += (1u << 19) - 1 + ((u >> 20) & 1u);  // Round the 20 dropped bits to even.
-  return sign | static_cast<uint8_t>((u >> 20) - ((127 - 7) << 3));
-}
-
-inline uint8_t EncodeE2M1(float y) {
-  const uint8_t sign = std::signbit(y) ? 0x8 : 0;
-  const float a = std::fabs(y);
-  if (std::isnan(a)) return 0;
-  if (!(a < 6.0f)) return sign | 0x7;
-  if (a < 1.0f) {
-    const uint8_t code = static_cast<uint8_t>(std::nearbyint(a * 2.0f));
-    return code == 0 ? 0 : sign | code;
-  }
-  uint32_t u = FloatBits(a);
-  u += (1u << 21) - 1 + ((u >> 22) & 1u);
-  return sign | static_cast<uint8_t>((u >> 22) - ((127 - 1) << 1));
-}
+using ops_internal::QuantFormat;
 
 struct Source {
   const uint8_t* bytes;
@@ -71,11 +47,34 @@ struct Source {
   }
 };
 
+// The swizzled index of the scale of (batch, r, b) without the batch term
+// (ScaleLayout::kSwizzled128x4 in the header), for Bp padded blocks.
+inline int64_t SwizzledRowBase(int64_t r, int64_t padded_blocks) {
+  return (r / 128) * 128 * padded_blocks + (r % 32) * 16 + ((r / 32) % 4) * 4;
+}
+inline int64_t SwizzledBlockTerm(int64_t b) { return (b / 4) * 512 + b % 4; }
+
+absl::Status Overflow(absl::string_view what, int64_t a, int64_t b) {
+  return ValueErrorCat("QuantizeBlockScaled: the swizzled_128x4 ", what,
+                       " overflows int64 (", a, " * ", b, ")");
+}
+
 }  // namespace
+
+const char* ScaleLayoutName(ScaleLayout layout) {
+  switch (layout) {
+    case ScaleLayout::kRowMajor:
+      return "row_major";
+    case ScaleLayout::kSwizzled128x4:
+      return "swizzled_128x4";
+  }
+  return "unknown";
+}
 
 absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                                            const CompoundDType& format,
-                                           int64_t blocked_dim) {
+                                           int64_t blocked_dim,
+                                           ScaleLayout scale_layout) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "QuantizeBlockScaled"));
   const SimpleDType* in = src.dtype().AsSimple();
   if (in != dtypes::Float32() && in != dtypes::Float16() &&
@@ -94,13 +93,24 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   const MiniFloat* element_format = MiniFloatFormat(*element);
   const bool mx = scale == dtypes::Float8E8M0FNU();
   const bool nv = scale == dtypes::Float8E4M3FN();
+  const bool fp4 = element == dtypes::Float4E2M1FN();
   if (rule == nullptr || element_format == nullptr || (!mx && !nv) ||
-      (element != dtypes::Float8E4M3FN() &&
-       element != dtypes::Float4E2M1FN())) {
+      (element != dtypes::Float8E4M3FN() && !fp4) || (nv && !fp4) ||
+      rule->block_size() != (nv ? 16 : 32)) {
     return ValueErrorCat(
         "QuantizeBlockScaled: ", format.name(),
         " is not a block-scaled format (mxfp8_e4m3, mxfp4, nvfp4)");
   }
+  const QuantFormat kernel_format =
+      nv ? QuantFormat::kNVFP4
+         : (fp4 ? QuantFormat::kMXFP4 : QuantFormat::kMXFP8E4M3);
+  if (scale_layout != ScaleLayout::kRowMajor &&
+      scale_layout != ScaleLayout::kSwizzled128x4) {
+    return ValueErrorCat("QuantizeBlockScaled: scale layout ",
+                         static_cast<int>(scale_layout),
+                         " is not row_major (0) or swizzled_128x4 (1)");
+  }
+  const bool swizzled = scale_layout == ScaleLayout::kSwizzled128x4;
   const int64_t block = rule->block_size();
   const auto modes = TopLevelModes(src.layout());
   const int64_t rank = modes.size();
@@ -114,51 +124,123 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                          " has extent ", extent, ", not divisible by the ",
                          format.name(), " block size ", block);
   }
-  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
-  // Shapes: outer dims, the blocked dim, inner dims (row-major).
-  int64_t outer = 1, inner = 1;
-  for (int64_t j = 0; j < rank; ++j) {
-    if (j < blocked_dim) outer *= modes[j].size();
-    if (j > blocked_dim) inner *= modes[j].size();
+  if (swizzled && rank < 2) {
+    return ValueErrorCat(
+        "QuantizeBlockScaled: scale layout swizzled_128x4 needs a source of "
+        "rank >= 2; got rank ",
+        rank, " (shape ", src.layout().shape().ToString(), ")");
+  }
+  if (swizzled && blocked_dim < rank - 2) {
+    return ValueErrorCat(
+        "QuantizeBlockScaled: scale layout swizzled_128x4 needs the blocked "
+        "dim to be one of the last two (",
+        rank - 2, " or ", rank - 1, "); got blocked dim ", blocked_dim,
+        " of shape ", src.layout().shape().ToString());
   }
   const int64_t blocks = extent / block;
-  const int64_t total = outer * extent * inner;
+  // The swizzled sizes: rows R (the other of the last two modes), padded
+  // rows Rp and blocks Bp, batches, carrier size.
+  const int64_t row_dim = blocked_dim == rank - 1 ? rank - 2 : rank - 1;
+  int64_t rows = 0, padded_rows = 0, padded_blocks = 0, tile = 0, batches = 1,
+          scale_size = 0, row_tile = 0;
+  if (swizzled) {
+    rows = modes[row_dim].size();
+    const int64_t row_tiles = CeilDiv(rows, 128);
+    const int64_t block_tiles = CeilDiv(blocks, 4);
+    if (!CheckedMul(row_tiles, 128, &padded_rows)) {
+      return Overflow("padded row count Rp", row_tiles, 128);
+    }
+    padded_blocks = block_tiles * 4;  // blocks <= extent / 16.
+    if (!CheckedMul(padded_rows, padded_blocks, &tile)) {
+      return Overflow("tile size Rp * Bp", padded_rows, padded_blocks);
+    }
+    for (int64_t j = 0; j < rank - 2; ++j) {
+      if (!CheckedMul(batches, modes[j].size(), &batches)) {
+        return Overflow("batch count", batches, modes[j].size());
+      }
+    }
+    if (!CheckedMul(batches, tile, &scale_size)) {
+      return Overflow("scale count batches * Rp * Bp", batches, tile);
+    }
+    if (!CheckedMul(padded_blocks, 128, &row_tile)) {
+      return Overflow("row-tile stride 128 * Bp", padded_blocks, 128);
+    }
+  }
+  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  const int64_t total = src.layout().size();
+  if (!swizzled) scale_size = total / block;
   STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
-  STRATA_ASSIGN_OR_RETURN(auto scales,
-                          HostCarrier::Create(*scale, total / block));
+  STRATA_ASSIGN_OR_RETURN(auto scales, HostCarrier::Create(*scale, scale_size));
 
-  // Layouts of the result (see the header).
-  std::vector<IntTuple> shape, l0_stride, scale_shape, s0_stride;
-  std::vector<int64_t> row_major(rank), weights(rank);
+  // Layouts of the result (see the header). A product of extents that
+  // overflows has a zero extent beyond it (the layouts' sizes fit), so the
+  // Tensor is empty and the stride it would have been is never used: 0.
+  const auto times = [](int64_t a, int64_t b) {
+    int64_t p;
+    return CheckedMul(a, b, &p) ? p : 0;
+  };
+  std::vector<IntTuple> shape, l0_stride, scale_shape, s0_stride, l1_stride;
+  std::vector<int64_t> row_major(rank);
   int64_t running = 1;
   for (int64_t j = rank; j-- > 0;) {
     row_major[j] = running;
-    running *= modes[j].size();
-  }
-  running = 1;
-  for (int64_t j = 0; j < rank; ++j) {
-    weights[j] = running;
-    running *= j == blocked_dim ? blocks : modes[j].size();
+    running = times(running, modes[j].size());
   }
   for (int64_t j = 0; j < rank; ++j) {
     if (j == blocked_dim) {
       shape.push_back(IntTuple::Tuple({block, blocks}));
       l0_stride.push_back(
-          IntTuple::Tuple({row_major[j], row_major[j] * block}));
-      s0_stride.push_back(IntTuple::Tuple({0, weights[j]}));
-      scale_shape.push_back(blocks);
+          IntTuple::Tuple({row_major[j], times(row_major[j], block)}));
     } else {
       shape.push_back(modes[j].size());
       l0_stride.push_back(row_major[j]);
-      s0_stride.push_back(weights[j]);
-      scale_shape.push_back(modes[j].size());
     }
+  }
+  // S_0: colexicographic weights of level 1's domain, whose extents are the
+  // shape's with n/B in the blocked dim (padded to Rp, Bp when swizzled).
+  running = 1;
+  for (int64_t j = 0; j < rank; ++j) {
+    const int64_t domain =
+        j == blocked_dim
+            ? (swizzled ? padded_blocks : blocks)
+            : (swizzled && j == row_dim ? padded_rows : modes[j].size());
+    s0_stride.push_back(j == blocked_dim ? IntTuple::Tuple({0, running})
+                                         : IntTuple(running));
+    running = times(running, domain);
+  }
+  Layout l1;
+  if (swizzled) {
+    int64_t batch_stride = tile;
+    std::vector<IntTuple> batch_shape, batch_stride_tuple;
+    for (int64_t j = rank - 2; j-- > 0;) {
+      batch_shape.insert(batch_shape.begin(), modes[j].size());
+      batch_stride_tuple.insert(batch_stride_tuple.begin(), batch_stride);
+      batch_stride = times(batch_stride, modes[j].size());
+    }
+    scale_shape = batch_shape;
+    l1_stride = batch_stride_tuple;
+    const IntTuple row_shape = IntTuple::Tuple({32, 4, padded_rows / 128});
+    const IntTuple row_stride = IntTuple::Tuple({16, 4, row_tile});
+    const IntTuple block_shape = IntTuple::Tuple({4, padded_blocks / 4});
+    const IntTuple block_stride = IntTuple::Tuple({1, 512});
+    if (blocked_dim == rank - 1) {
+      scale_shape.insert(scale_shape.end(), {row_shape, block_shape});
+      l1_stride.insert(l1_stride.end(), {row_stride, block_stride});
+    } else {
+      scale_shape.insert(scale_shape.end(), {block_shape, row_shape});
+      l1_stride.insert(l1_stride.end(), {block_stride, row_stride});
+    }
+    STRATA_ASSIGN_OR_RETURN(l1, Layout::Create(IntTuple::Tuple(scale_shape),
+                                               IntTuple::Tuple(l1_stride)));
+  } else {
+    for (int64_t j = 0; j < rank; ++j) {
+      scale_shape.push_back(j == blocked_dim ? blocks : modes[j].size());
+    }
+    STRATA_ASSIGN_OR_RETURN(l1, Layout::RowMajor(IntTuple::Tuple(scale_shape)));
   }
   STRATA_ASSIGN_OR_RETURN(
       Layout l0,
       Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(l0_stride)));
-  STRATA_ASSIGN_OR_RETURN(Layout l1,
-                          Layout::RowMajor(IntTuple::Tuple(scale_shape)));
   STRATA_ASSIGN_OR_RETURN(
       Layout s0,
       Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
@@ -167,6 +249,13 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   // has none (and its offset tables could be huge: a (2^41, 0) source has
   // 2^41 outer coordinates and no value).
   if (total > 0) {
+    // Outer dims, the blocked dim, inner dims (row-major); no product
+    // overflows in a nonempty Tensor.
+    int64_t outer = 1, inner = 1;
+    for (int64_t j = 0; j < rank; ++j) {
+      if (j < blocked_dim) outer *= modes[j].size();
+      if (j > blocked_dim) inner *= modes[j].size();
+    }
     const std::vector<int64_t> outer_off =
         RowMajorOffsets(modes, 0, blocked_dim);
     const std::vector<int64_t> block_off =
@@ -176,88 +265,63 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
     const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
     auto* out_values = static_cast<uint8_t*>(values->mutable_data());
     auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());
-    const bool fp4 = element == dtypes::Float4E2M1FN();
-    const int emax = element_format->emax();
-    std::vector<float> v(block);
-    // Fast path: a float32 source whose blocked mode is one stride.
-    const float* f32 = in == dtypes::Float32()
-                           ? static_cast<const float*>(src.carrier()->data())
-                           : nullptr;
-    int64_t block_stride = extent > 1 ? block_off[1] - block_off[0] : 0;
-    bool contiguous_f32 = f32 != nullptr;
+    // The scale index of block b of (outer o, inner i).
+    auto scale_index = [&](int64_t o, int64_t b, int64_t i) -> int64_t {
+      if (!swizzled) return (o * blocks + b) * inner + i;
+      // Blocked last: o = (batch, r), i = 0. Blocked rank-2: o = batch, i = r.
+      const int64_t batch = blocked_dim == rank - 1 ? o / rows : o;
+      const int64_t r = blocked_dim == rank - 1 ? o % rows : i;
+      return batch * tile + SwizzledRowBase(r, padded_blocks) +
+             SwizzledBlockTerm(b);
+    };
+    // Fast path: a float32 source whose blocks are contiguous runs of
+    // consecutive values (the blocked dim is the last one of extent > 1 and
+    // has stride 1): a row of `blocks` blocks per outer coordinate.
+    bool contiguous_f32 = in == dtypes::Float32() && inner == 1;
     for (int64_t c = 1; contiguous_f32 && c < extent; ++c) {
-      contiguous_f32 = block_off[c] - block_off[c - 1] == block_stride;
+      contiguous_f32 = block_off[c] - block_off[c - 1] == 1;
     }
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t i = 0; i < inner; ++i) {
-          const int64_t base = src.offset() + outer_off[o] + inner_off[i];
-          // The largest |v| by its bit pattern (monotonic for non-negative
-          // floats); patterns from 0x7F800000 up are Inf and NaN.
-          uint32_t max_bits = 0;
-          if (contiguous_f32) {
-            const float* p = f32 + base + block_off[b * block];
-            for (int64_t t = 0; t < block; ++t) {
-              v[t] = p[t * block_stride];
-              max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
-            }
-          } else {
+    if (contiguous_f32) {
+      const float* f32 = static_cast<const float*>(src.carrier()->data()) +
+                         src.offset() + block_off[0];
+      const int64_t row_bytes = fp4 ? extent / 2 : extent;
+      std::vector<uint8_t> row_scales(swizzled ? blocks : 0);
+      for (int64_t o = 0; o < outer; ++o) {
+        uint8_t* scale_out =
+            swizzled ? row_scales.data() : out_scales + o * blocks;
+        ops_internal::QuantizeBlocks(kernel_format, f32 + outer_off[o], blocks,
+                                     out_values + o * row_bytes, scale_out);
+        if (swizzled) {
+          const int64_t base = scale_index(o, 0, 0);
+          int64_t b = 0;
+          for (; b + 4 <= blocks; b += 4) {
+            std::memcpy(out_scales + base + (b / 4) * 512, scale_out + b, 4);
+          }
+          for (; b < blocks; ++b) {
+            out_scales[base + SwizzledBlockTerm(b)] = scale_out[b];
+          }
+        }
+      }
+    } else {
+      float v[32];
+      uint8_t codes[32];
+      for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t b = 0; b < blocks; ++b) {
+          for (int64_t i = 0; i < inner; ++i) {
+            const int64_t base = src.offset() + outer_off[o] + inner_off[i];
             for (int64_t t = 0; t < block; ++t) {
               v[t] = source.Load(base + block_off[b * block + t]);
-              max_bits = std::max(max_bits, FloatBits(v[t]) & 0x7FFFFFFFu);
             }
-          }
-          const bool finite = max_bits < 0x7F800000u;
-          float amax;
-          std::memcpy(&amax, &max_bits, 4);
-          uint8_t scale_code;
-          float inverse_scale = 0;
-          if (mx) {
-            if (!finite) {
-              scale_code = 0xFF;
-            } else {
-              // floor(log2(amax)) from the exponent field (ilogb for float
-              // subnormals).
-              const int log2 = max_bits >= 0x00800000u
-                                   ? static_cast<int>(max_bits >> 23) - 127
-                                   : (amax == 0 ? -1000 : std::ilogb(amax));
-              int x = log2 - emax;
-              x = x < -127 ? -127 : (x > 127 ? 127 : x);
-              scale_code = static_cast<uint8_t>(x + 127);
-              inverse_scale = std::ldexp(1.0f, -x);  // Exact power of two.
-            }
-          } else {
-            scale_code = finite ? static_cast<uint8_t>(
-                                      Float8E4M3FNFormat().EncodeSaturating(
-                                          static_cast<double>(amax) / 6.0))
-                                : 0x7F;
-            const double s = Float8E4M3FNFormat().Decode(scale_code);
-            if (finite && s > 0) inverse_scale = static_cast<float>(1.0 / s);
-          }
-          const int64_t scale_index = (o * blocks + b) * inner + i;
-          out_scales[scale_index] = scale_code;
-          for (int64_t t = 0; t < block; ++t) {
-            const int64_t value_index =
-                (o * extent + b * block + t) * inner + i;
-            uint8_t code;
-            if (!finite) {
-              code = fp4 ? 0 : 0x7F;
-            } else if (mx) {
-              // v * 2^-x is exact in float (a power-of-two scaling within
-              // range).
-              const float y = v[t] * inverse_scale;
-              code = fp4 ? EncodeE2M1(y) : EncodeE4M3(y);
-            } else {
-              code =
-                  inverse_scale == 0
-                      ? 0
-                      : static_cast<uint8_t>(element_format->EncodeSaturating(
-                            static_cast<double>(v[t]) * inverse_scale));
-            }
-            if (fp4) {
-              WritePacked(out_values, 4, value_index, code);
-            } else {
-              out_values[value_index] = code;
+            out_scales[scale_index(o, b, i)] =
+                ops_internal::QuantizeBlockScalar(kernel_format, v, codes);
+            for (int64_t t = 0; t < block; ++t) {
+              const int64_t value_index =
+                  (o * extent + b * block + t) * inner + i;
+              if (fp4) {
+                WritePacked(out_values, 4, value_index, codes[t]);
+              } else {
+                out_values[value_index] = codes[t];
+              }
             }
           }
         }

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -16,6 +18,8 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
+#include "hwy/targets.h"
+#include "ops/internal/quantize_kernel.h"
 #include "proto/codec.h"
 #include "views/views.h"
 
@@ -317,6 +321,564 @@ TEST(QuantizeTest, ErrorsComeBeforeAnyAllocation) {
       RecordedCarrier::Create(*dtypes::Float32(), 32), 0, *ParseLayout("32:1"));
   EXPECT_TRUE(IsValueError(
       QuantizeBlockScaled(recorded, *dtypes::MXFP8E4M3(), 0).status()));
+}
+
+// --- Codes through the representation, in both scale layouts ---------------
+
+// The reference quantizer, from the definitions (OCP MX v1.0 6.3; nvfp4: the
+// scale is amax / 6 to nearest even e4m3, elements v / s to nearest even),
+// exact in double: |v - c * s| is exact for a float v, an element value c and
+// a scale s of a few significant bits. Returns the scale code and fills the
+// element codes (sign bit kept for zeros).
+struct RefFormat {
+  const CompoundDType* dtype;
+  int block;
+  bool fp4;
+  bool nv;
+};
+const RefFormat kRefMXFP8 = {dtypes::MXFP8E4M3(), 32, false, false};
+const RefFormat kRefMXFP4 = {dtypes::MXFP4(), 32, true, false};
+const RefFormat kRefNVFP4 = {dtypes::NVFP4(), 16, true, true};
+
+// The nearest code (ties to the even code) of the non-negative x among the
+// finite non-negative codes of a decode table, saturating.
+uint32_t NearestCode(double (*decode)(uint32_t), int codes, double x,
+                     double scale) {
+  // Decoded tables, once per decoder.
+  static std::map<double (*)(uint32_t), std::vector<double>>* tables =
+      new std::map<double (*)(uint32_t), std::vector<double>>;
+  std::vector<double>& table = (*tables)[decode];
+  if (table.empty()) {
+    for (int c = 0; c < 256; ++c) table.push_back(decode(c));
+  }
+  uint32_t best = 0;
+  double best_d = std::numeric_limits<double>::infinity();
+  // Saturate first, so that x and the candidates are of one magnitude near
+  // the answer and the distances are exact.
+  double max_value = 0;
+  for (int c = 0; c < codes; ++c) {
+    if (!std::isnan(table[c])) max_value = std::max(max_value, table[c]);
+  }
+  x = std::min(x, max_value * scale);
+  for (int c = 0; c < codes; ++c) {
+    const double v = table[c];
+    if (std::isnan(v) || std::signbit(v)) continue;
+    const double d = std::fabs(x - v * scale);
+    if (d < best_d || (d == best_d && (c & 1) == 0)) best = c, best_d = d;
+  }
+  return best;
+}
+
+uint32_t RefQuantize(const RefFormat& f, const float* v, uint32_t* codes) {
+  double amax = 0;
+  bool finite = true;
+  for (int t = 0; t < f.block; ++t) {
+    finite = finite && std::isfinite(v[t]);
+    amax = std::max(amax, std::fabs(double{v[t]}));
+  }
+  if (!finite) {
+    for (int t = 0; t < f.block; ++t) codes[t] = f.fp4 ? 0 : 0x7F;
+    return f.nv ? 0x7F : 0xFF;
+  }
+  uint32_t scale_code;
+  double scale;
+  if (f.nv) {
+    // amax / 6 to nearest e4m3: compare 6 * candidate with amax (exact).
+    scale_code = NearestCode(RefE4M3, 128, amax, 6.0);
+    scale = RefE4M3(scale_code);
+  } else {
+    int e = 0;
+    std::frexp(amax, &e);
+    int x = amax == 0 ? -127 : (e - 1) - (f.fp4 ? 2 : 8);
+    x = std::max(-127, std::min(127, x));
+    scale_code = x + 127;
+    scale = RefE8M0(scale_code);
+  }
+  for (int t = 0; t < f.block; ++t) {
+    const double a = std::fabs(double{v[t]});
+    uint32_t c = scale == 0 ? 0
+                 : f.fp4    ? NearestCode(RefE2M1, 8, a, scale)
+                            : NearestCode(RefE4M3, 128, a, scale);
+    if (std::signbit(v[t])) c |= f.fp4 ? 0x8 : 0x80;
+    codes[t] = c;
+  }
+  return scale_code;
+}
+
+// Walks every logical coordinate c of q: the element code at off_0 + L_0(c)
+// and the scale code at off_1 + L_1(S_0(c)) must be the reference's for the
+// block of c in src (read through src's layout).
+void ExpectCodesMatchReference(const RefFormat& f, const Tensor& src,
+                               const Tensor& q, int64_t blocked_mode) {
+  const std::vector<int64_t> shape = src.shape();
+  ASSERT_EQ(q.shape(), shape);
+  if (q.size() == 0) return;
+  const Representation& rep = TensorAccess::representation(q);
+  const auto* values =
+      static_cast<const uint8_t*>(rep.subtensor(0).carrier->data());
+  const auto* scales =
+      static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());
+  const int element_bits = rep.subtensor(0).storage_dtype->bits();
+  const auto* src_data = static_cast<const float*>(src.carrier()->data());
+  auto source_value = [&](const std::vector<int64_t>& crd) {
+    return src_data[src.offset() + *src.layout().Crd2Idx(IntTuple::Flat(crd))];
+  };
+  std::vector<int64_t> c(shape.size(), 0);
+  int64_t checked = 0;
+  // The reference of each block, keyed by its coordinates with the block
+  // index in the blocked mode.
+  struct Ref {
+    uint32_t scale;
+    uint32_t codes[32];
+  };
+  std::map<std::vector<int64_t>, Ref> refs;
+  while (true) {
+    std::vector<int64_t> k = c;
+    const int64_t first = c[blocked_mode] / f.block * f.block;
+    k[blocked_mode] = first;
+    auto [it, inserted] = refs.try_emplace(k);
+    if (inserted) {
+      float block[32];
+      for (int t = 0; t < f.block; ++t) {
+        k[blocked_mode] = first + t;
+        block[t] = source_value(k);
+      }
+      it->second.scale = RefQuantize(f, block, it->second.codes);
+    }
+    const uint32_t want_scale = it->second.scale;
+    const uint32_t* codes = it->second.codes;
+    const IntTuple crd = IntTuple::Flat(c);
+    const uint32_t value_code = static_cast<uint32_t>(ReadPacked(
+        values, element_bits,
+        rep.subtensor(0).offset + *rep.subtensor(0).placement.Crd2Idx(crd)));
+    const int64_t scale_linear = *rep.adjacent_layouts()[0].Crd2Idx(crd);
+    const uint32_t scale_code =
+        scales[rep.subtensor(1).offset +
+               rep.subtensor(1).placement(scale_linear)];
+    ASSERT_EQ(scale_code, want_scale) << "at " << crd.ToString();
+    ASSERT_EQ(value_code, codes[c[blocked_mode] - first])
+        << "value " << source_value(c) << " at " << crd.ToString();
+    ++checked;
+    size_t j = c.size();
+    while (j-- > 0) {
+      if (++c[j] < shape[j]) break;
+      c[j] = 0;
+    }
+    if (j == static_cast<size_t>(-1)) break;
+  }
+  EXPECT_EQ(checked, q.size());
+}
+
+// Adversarial values: exact fp4/fp8 ties at many scales, subnormals, -0,
+// negative tiny values, huge and tiny, whole zero blocks, NaN/Inf (when
+// `specials`), by seed.
+std::vector<float> AdversarialValues(int64_t n, uint64_t seed, bool specials) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> v = RandomValues(n, seed, specials);
+  static const float kTies[] = {0.25f, 0.75f,   1.25f,   1.75f,    2.5f, 3.5f,
+                                5.0f,  1.0625f, 1.1875f, 0x1p-10f, 6.5f, 7.0f};
+  for (int64_t i = 0; i < n; ++i) {
+    const int kind = std::uniform_int_distribution<int>(0, 9)(rng);
+    const int exponent = std::uniform_int_distribution<int>(-12, 12)(rng);
+    const float tie = kTies[rng() % 12];
+    if (kind == 0) {
+      v[i] = std::ldexp(tie, exponent) * (rng() % 2 ? 1.0f : -1.0f);
+    } else if (kind == 1) {
+      v[i] =
+          std::nextafter(std::ldexp(tie, exponent), rng() % 2 ? 0.0f : 1e30f);
+    } else if (kind == 2) {
+      v[i] = -0.0f;
+    } else if (kind == 3) {
+      v[i] = -1e-30f;
+    } else if (kind == 4) {
+      v[i] = 4.5f * tie * (rng() % 2 ? 1.0f : -1.0f);  // nvfp4 ties, s = 4.5.
+    }
+  }
+  // Some whole blocks of -0 and of +0, and one of tiny negatives.
+  for (int64_t i = 0; i + 32 <= n; i += 32 * 7) {
+    for (int t = 0; t < 32; ++t) v[i + t] = (i / 224) % 2 ? -0.0f : 0.0f;
+  }
+  return v;
+}
+
+std::vector<uint8_t> CarrierBytes(const Tensor& q, int subtensor) {
+  const Representation& rep = TensorAccess::representation(q);
+  const auto& carrier = rep.subtensor(subtensor).carrier;
+  const int64_t bytes =
+      (carrier->size() * rep.subtensor(subtensor).storage_dtype->bits() + 7) /
+      8;
+  const auto* data = static_cast<const uint8_t*>(carrier->data());
+  return std::vector<uint8_t>(data, data + bytes);
+}
+
+TEST(QuantizeTest, CodesThroughTheRepresentationMatchTheDefinitions) {
+  struct Case {
+    std::string layout;
+    int64_t blocked;
+  };
+  // Padding in both directions (R = 200, nb = 3 or 6), blocks along either of
+  // the last two modes, batched, a transposed source.
+  const std::vector<Case> cases = {
+      {"(200,96):(96,1)", 1},        {"(96,130):(130,1)", 0},
+      {"(3,130,32):(4160,32,1)", 2}, {"(2,64,130):(8320,130,1)", 1},
+      {"(64,40):(1,64)", 0},         {"(2,3,33,32):(3168,1056,32,1)", 3},
+      {"(5,64):(64,1)", 1},
+  };
+  uint64_t seed = 11;
+  for (const RefFormat* f : {&kRefMXFP8, &kRefMXFP4, &kRefNVFP4}) {
+    for (const Case& c : cases) {
+      const Layout layout = *ParseLayout(c.layout);
+      const Tensor src = FloatTensor(
+          AdversarialValues(layout.cosize(), ++seed, true), c.layout);
+      for (ScaleLayout scale_layout :
+           {ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4}) {
+        SCOPED_TRACE(absl::StrCat(f->dtype->name(), " ", c.layout, " blocked ",
+                                  c.blocked, " ", ScaleLayoutName(scale_layout),
+                                  " seed ", seed));
+        auto q = QuantizeBlockScaled(src, *f->dtype, c.blocked, scale_layout);
+        ASSERT_TRUE(q.ok()) << q.status();
+        ExpectCodesMatchReference(*f, src, *q, c.blocked);
+      }
+    }
+  }
+}
+
+// The published formula, independently: the carrier index of the scale of
+// (batch, r, b).
+int64_t SwizzledIndex(int64_t batch, int64_t r, int64_t b, int64_t rp,
+                      int64_t bp) {
+  return batch * rp * bp + (r / 128) * (bp / 4) * 512 + (b / 4) * 512 +
+         (r % 32) * 16 + ((r / 32) % 4) * 4 + b % 4;
+}
+
+TEST(QuantizeTest, SwizzledScaleBytesFollowThePublishedFormula) {
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t blocked;
+  };
+  // R = 200 and nb = 5 pad both ways; batched; blocks along either of the
+  // last two modes; exact tiles.
+  const std::vector<Case> cases = {
+      {{200, 160}, 1},   {{160, 200}, 0}, {{3, 130, 64}, 2},
+      {{3, 64, 130}, 1}, {{256, 256}, 1}, {{2, 2, 40, 96}, 3},
+      {{1, 32}, 1},
+  };
+  uint64_t seed = 100;
+  for (const RefFormat* f : {&kRefMXFP8, &kRefMXFP4, &kRefNVFP4}) {
+    for (const Case& c : cases) {
+      std::string layout = "(";
+      int64_t n = 1;
+      for (size_t j = 0; j < c.shape.size(); ++j) {
+        absl::StrAppend(&layout, j ? "," : "", c.shape[j]);
+        n *= c.shape[j];
+      }
+      std::vector<int64_t> stride(c.shape.size());
+      int64_t running = 1;
+      for (size_t j = c.shape.size(); j-- > 0;) {
+        stride[j] = running;
+        running *= c.shape[j];
+      }
+      absl::StrAppend(&layout, "):(");
+      for (size_t j = 0; j < stride.size(); ++j) {
+        absl::StrAppend(&layout, j ? "," : "", stride[j]);
+      }
+      absl::StrAppend(&layout, ")");
+      SCOPED_TRACE(
+          absl::StrCat(f->dtype->name(), " ", layout, " blocked ", c.blocked));
+      const Tensor src =
+          FloatTensor(AdversarialValues(n, ++seed, true), layout);
+      auto row = QuantizeBlockScaled(src, *f->dtype, c.blocked);
+      auto swz = QuantizeBlockScaled(src, *f->dtype, c.blocked,
+                                     ScaleLayout::kSwizzled128x4);
+      ASSERT_TRUE(row.ok()) << row.status();
+      ASSERT_TRUE(swz.ok()) << swz.status();
+      EXPECT_EQ(CarrierBytes(*row, 0), CarrierBytes(*swz, 0))
+          << "the values carrier does not depend on the scale layout";
+      const int rank = c.shape.size();
+      const int64_t row_dim = c.blocked == rank - 1 ? rank - 2 : rank - 1;
+      const int64_t rows = c.shape[row_dim];
+      const int64_t nb = c.shape[c.blocked] / f->block;
+      const int64_t rp = (rows + 127) / 128 * 128, bp = (nb + 3) / 4 * 4;
+      int64_t batches = 1;
+      for (int j = 0; j < rank - 2; ++j) batches *= c.shape[j];
+      // Row-major scales: shape with nb in the blocked mode.
+      std::vector<int64_t> scale_shape = c.shape;
+      scale_shape[c.blocked] = nb;
+      const std::vector<uint8_t> row_scales = CarrierBytes(*row, 1);
+      std::vector<uint8_t> expected(batches * rp * bp, 0);
+      std::vector<int64_t> k(rank, 0);
+      for (size_t linear = 0; linear < row_scales.size(); ++linear) {
+        int64_t batch = 0;
+        for (int j = 0; j < rank - 2; ++j) batch = batch * c.shape[j] + k[j];
+        expected[SwizzledIndex(batch, k[row_dim], k[c.blocked], rp, bp)] =
+            row_scales[linear];
+        for (int j = rank; j-- > 0;) {
+          if (++k[j] < scale_shape[j]) break;
+          k[j] = 0;
+        }
+      }
+      EXPECT_EQ(CarrierBytes(*swz, 1), expected);
+      // The same through dump and replay.
+      const std::string text = ToText(ToProto(*swz, {true}));
+      auto replayed = Replay(*ParseText(text));
+      ASSERT_TRUE(replayed.ok()) << replayed.status();
+      EXPECT_EQ(ToText(ToProto(*replayed, {true})), text);
+    }
+  }
+}
+
+TEST(QuantizeTest, SwizzledLayoutsAreTheDocumentedOnes) {
+  const Tensor a = FloatTensor(std::vector<float>(3 * 200 * 160, 1.0f),
+                               "(3,200,160):(32000,160,1)");
+  auto q = QuantizeBlockScaled(a, *dtypes::MXFP8E4M3(), 2,
+                               ScaleLayout::kSwizzled128x4);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const Representation& rep = TensorAccess::representation(*q);
+  // R = 200 -> Rp = 256, nb = 5 -> Bp = 8.
+  EXPECT_EQ(rep.subtensor(1).placement.ToString(),
+            "(3,(32,4,2),(4,2)):(2048,(16,4,1024),(1,512))");
+  EXPECT_EQ(rep.adjacent_layouts()[0].ToString(),
+            "(3,200,(32,5)):(1,3,(0,768))");
+  EXPECT_EQ(rep.subtensor(1).carrier->size(), 3 * 256 * 8);
+  const Tensor b =
+      FloatTensor(std::vector<float>(160 * 128, 1.0f), "(160,128):(128,1)");
+  q = QuantizeBlockScaled(b, *dtypes::NVFP4(), 0, ScaleLayout::kSwizzled128x4);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const Representation& rep_b = TensorAccess::representation(*q);
+  // Blocked rank-2: nb = 10 -> Bp = 12, R = 128 -> Rp = 128; leaves of
+  // extent 1 are kept.
+  EXPECT_EQ(rep_b.subtensor(1).placement.ToString(),
+            "((4,3),(32,4,1)):((1,512),(16,4,1536))");
+  EXPECT_EQ(rep_b.adjacent_layouts()[0].ToString(), "((16,10),128):((0,1),12)");
+}
+
+TEST(QuantizeTest, SwizzledErrorsNameTheArgument) {
+  const Tensor v = FloatTensor(std::vector<float>(64, 1.0f), "64:1");
+  auto s = QuantizeBlockScaled(v, *dtypes::MXFP8E4M3(), 0,
+                               ScaleLayout::kSwizzled128x4);
+  EXPECT_TRUE(IsValueError(s.status())) << s.status();
+  EXPECT_NE(s.status().message().find("rank >= 2"), absl::string_view::npos);
+  const Tensor t = FloatTensor(std::vector<float>(2 * 32 * 4 * 4, 1.0f),
+                               "(32,2,4,4):(32,16,4,1)");
+  s = QuantizeBlockScaled(t, *dtypes::MXFP8E4M3(), 0,
+                          ScaleLayout::kSwizzled128x4);
+  EXPECT_TRUE(IsValueError(s.status())) << s.status();
+  EXPECT_NE(s.status().message().find("got blocked dim 0"),
+            absl::string_view::npos)
+      << s.status();
+  s = QuantizeBlockScaled(t, *dtypes::MXFP8E4M3(), 0,
+                          static_cast<ScaleLayout>(7));
+  EXPECT_TRUE(IsValueError(s.status())) << s.status();
+  // Padded sizes that overflow: 2^30 batches of one row (padded to 128) of
+  // 2^27 blocks, a broadcast source: 2^30 * 128 * 2^27 scales.
+  const Tensor huge =
+      *Tensor::Create(*HostCarrier::Create(*dtypes::Float32(), 1), 0,
+                      *ParseLayout("(1073741824,1,4294967296):(0,0,0)"));
+  s = QuantizeBlockScaled(huge, *dtypes::MXFP8E4M3(), 2,
+                          ScaleLayout::kSwizzled128x4);
+  EXPECT_TRUE(IsValueError(s.status())) << s.status();
+  EXPECT_NE(s.status().message().find("overflows"), absl::string_view::npos)
+      << s.status();
+}
+
+TEST(QuantizeTest, EmptySourcesGiveEmptyCarriers) {
+  for (const char* layout :
+       {"(0,200,64):(12800,64,1)", "(3,0,64):(0,64,1)", "(3,130,0):(0,0,1)",
+        "(2199023255552,0,32):(0,0,1)"}) {
+    const Tensor src = *Tensor::Create(
+        *HostCarrier::Create(*dtypes::Float32(), 1), 0, *ParseLayout(layout));
+    for (ScaleLayout scale_layout :
+         {ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4}) {
+      const int64_t blocked =
+          std::string(layout).find(",0):") != std::string::npos
+              ? 2
+              : src.shape().size() - 1;
+      auto q =
+          QuantizeBlockScaled(src, *dtypes::NVFP4(), blocked, scale_layout);
+      ASSERT_TRUE(q.ok()) << layout << " " << q.status();
+      const Representation& rep = TensorAccess::representation(*q);
+      EXPECT_EQ(rep.subtensor(0).carrier->size(), 0) << layout;
+      EXPECT_EQ(rep.subtensor(1).carrier->size(), 0) << layout;
+    }
+  }
+}
+
+// --- Rounding and signed zeros -----------------------------------------------
+
+TEST(QuantizeTest, NVFP4ElementsAreTheCorrectlyRoundedQuotient) {
+  // 22.5 / 4.5 = 5 is the tie of 4 and 6: nearest even is 4 (code 0x6).
+  std::vector<float> v(16, 0.0f);
+  v[0] = 27.0f;  // amax / 6 = 4.5, an e4m3 value.
+  v[1] = 22.5f;
+  v[2] = -22.5f;
+  auto q = QuantizeBlockScaled(FloatTensor(v, "16:1"), *dtypes::NVFP4(), 0);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const std::vector<uint8_t> values = CarrierBytes(*q, 0);
+  EXPECT_EQ(CarrierBytes(*q, 1)[0], 0x49) << "4.5 = 1.125 * 2^2";
+  EXPECT_EQ(values[0] & 0xF, 0x7) << "27 / 4.5 = 6";
+  EXPECT_EQ(values[0] >> 4, 0x6) << "22.5 / 4.5 = 5 -> 4";
+  EXPECT_EQ(values[1] & 0xF, 0xE) << "-5 -> -4";
+}
+
+TEST(QuantizeTest, NVFP4TiesAtEveryScale) {
+  // Every positive e4m3 scale s (fixed by a block maximum 6 s) and every fp4
+  // tie t: v = t s (exact in float) and its two float neighbours, both signs,
+  // against the exact reference.
+  static const float kTies[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  int64_t checked = 0;
+  for (uint32_t code = 1; code < 0x7F; ++code) {
+    const float s = static_cast<float>(RefE4M3(code));
+    std::vector<float> v;
+    for (float t : kTies) {
+      const float x = t * s;
+      ASSERT_EQ(double{x}, double{t} * double{s});
+      for (float y : {x, std::nextafter(x, 0.0f), std::nextafter(x, 1e30f)}) {
+        v.push_back(y);
+        v.push_back(-y);
+      }
+    }
+    // Blocks of 16: the maximum 6 s first, then 15 values.
+    for (size_t i = 0; i < v.size(); i += 15) {
+      std::vector<float> block(16, 0.0f);
+      block[0] = 6 * s;
+      for (size_t k = 0; k < 15 && i + k < v.size(); ++k)
+        block[1 + k] = v[i + k];
+      auto q =
+          QuantizeBlockScaled(FloatTensor(block, "16:1"), *dtypes::NVFP4(), 0);
+      ASSERT_TRUE(q.ok()) << q.status();
+      uint32_t want[16];
+      ASSERT_EQ(RefQuantize(kRefNVFP4, block.data(), want), code);
+      const std::vector<uint8_t> values = CarrierBytes(*q, 0);
+      ASSERT_EQ(CarrierBytes(*q, 1)[0], code);
+      for (int t = 0; t < 16; ++t) {
+        ASSERT_EQ((values[t / 2] >> (4 * (t % 2))) & 0xF, want[t])
+            << "s = " << s << ", v = " << block[t];
+        ++checked;
+      }
+      // The portable kernel agrees too.
+      uint8_t codes[16];
+      ASSERT_EQ(ops_internal::QuantizeBlockScalar(
+                    ops_internal::QuantFormat::kNVFP4, block.data(), codes),
+                code);
+      for (int t = 0; t < 16; ++t) ASSERT_EQ(codes[t], want[t]);
+    }
+  }
+  EXPECT_GT(checked, 126 * 42);
+}
+
+TEST(QuantizeTest, NegativeZerosKeepTheirSign) {
+  for (const RefFormat* f : {&kRefMXFP8, &kRefMXFP4, &kRefNVFP4}) {
+    std::vector<float> v(64, -0.0f);  // A block of -0, then a mixed one.
+    v[32] = 1.0f;
+    v[33] = -1e-30f;  // Rounds to zero.
+    v[34] = -0.0f;
+    v[35] = 0.0f;
+    auto q = QuantizeBlockScaled(FloatTensor(v, "64:1"), *f->dtype, 0);
+    ASSERT_TRUE(q.ok()) << q.status();
+    const std::vector<uint8_t> values = CarrierBytes(*q, 0);
+    auto code = [&](int t) -> uint32_t {
+      return f->fp4 ? (values[t / 2] >> (4 * (t % 2))) & 0xF : values[t];
+    };
+    const uint32_t negative_zero = f->fp4 ? 0x8 : 0x80;
+    for (int t = 0; t < 32; ++t) EXPECT_EQ(code(t), negative_zero) << t;
+    EXPECT_EQ(code(33), negative_zero);
+    EXPECT_EQ(code(34), negative_zero);
+    EXPECT_EQ(code(35), 0u);
+  }
+  // The generic encoder agrees (element_io's narrow stores use it).
+  EXPECT_EQ(Float8E4M3FNFormat().EncodeSaturating(-0.0), 0x80u);
+  EXPECT_EQ(Float8E4M3FNFormat().EncodeSaturating(-1e-30), 0x80u);
+  EXPECT_EQ(Float4E2M1FNFormat().EncodeSaturating(-0.0), 0x8u);
+  EXPECT_EQ(Float4E2M1FNFormat().EncodeSaturating(-0.2), 0x8u);
+  EXPECT_EQ(Float8E5M2Format().EncodeSaturating(-0.0), 0x80u);
+}
+
+// --- Every SIMD target gives the portable kernel's bytes
+// ----------------------
+
+TEST(QuantizeTest, EverySimdTargetGivesThePortableBytes) {
+  using ops_internal::QuantFormat;
+  const int64_t n = 32 * 4096;
+  std::vector<float> v = AdversarialValues(n, 77, true);
+  // Also every float16 bit pattern, as float, and random bit patterns.
+  for (int64_t i = 0; i < 65536; ++i) {
+    v.push_back(HalfToFloat(static_cast<uint16_t>(i)));
+  }
+  std::mt19937 rng(5);
+  for (int64_t i = 0; i < 32 * 1024; ++i) {
+    v.push_back(BitsFloat(static_cast<uint32_t>(rng())));
+  }
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (QuantFormat f :
+       {QuantFormat::kMXFP8E4M3, QuantFormat::kMXFP4, QuantFormat::kNVFP4}) {
+    const int64_t block = ops_internal::QuantBlockSize(f);
+    // An odd count: the SIMD loops of several blocks at a time and their
+    // one-block tail both run.
+    const int64_t blocks = v.size() / block - 1;
+    const int64_t value_bytes =
+        f == QuantFormat::kMXFP8E4M3 ? blocks * block : blocks * block / 2;
+    std::vector<uint8_t> want_values(value_bytes), want_scales(blocks);
+    ops_internal::QuantizeBlocksScalar(f, v.data(), blocks, want_values.data(),
+                                       want_scales.data());
+    for (int64_t target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::vector<uint8_t> values(value_bytes, 0xA5), scales(blocks, 0xA5);
+      ops_internal::QuantizeBlocks(f, v.data(), blocks, values.data(),
+                                   scales.data());
+      EXPECT_EQ(values, want_values) << hwy::TargetName(target);
+      EXPECT_EQ(scales, want_scales) << hwy::TargetName(target);
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
+  // The portable kernel against the reference quantizer.
+  for (const RefFormat* f : {&kRefMXFP8, &kRefMXFP4, &kRefNVFP4}) {
+    const QuantFormat k = f->nv    ? QuantFormat::kNVFP4
+                          : f->fp4 ? QuantFormat::kMXFP4
+                                   : QuantFormat::kMXFP8E4M3;
+    for (size_t i = 0; i + f->block <= v.size(); i += f->block) {
+      uint8_t codes[32];
+      uint32_t want[32];
+      ASSERT_EQ(ops_internal::QuantizeBlockScalar(k, &v[i], codes),
+                RefQuantize(*f, &v[i], want))
+          << i;
+      for (int t = 0; t < f->block; ++t) ASSERT_EQ(codes[t], want[t]) << i + t;
+    }
+  }
+}
+
+TEST(QuantizeTest, StridedAndHalfSourcesGiveTheContiguousBytes) {
+  // The portable path (a transposed float32 source, float16 copies) gives the
+  // bytes of the SIMD path on the same values.
+  const int64_t rows = 130, cols = 64;
+  std::vector<float> v = AdversarialValues(rows * cols, 9, true);
+  for (float& x : v) x = HalfToFloat(FloatToHalf(x));  // Exact in float16.
+  std::vector<float> transposed(rows * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      transposed[c * rows + r] = v[r * cols + c];
+  const Tensor contiguous = FloatTensor(v, "(130,64):(64,1)");
+  const Tensor strided = FloatTensor(transposed, "(130,64):(1,130)");
+  auto half = *HostCarrier::Create(*dtypes::Float16(), rows * cols);
+  for (int64_t i = 0; i < rows * cols; ++i) {
+    static_cast<uint16_t*>(half->mutable_data())[i] = FloatToHalf(v[i]);
+  }
+  const Tensor half_src =
+      *Tensor::Create(half, 0, *ParseLayout("(130,64):(64,1)"));
+  for (const CompoundDType* format :
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
+    for (ScaleLayout layout :
+         {ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4}) {
+      auto a = QuantizeBlockScaled(contiguous, *format, 1, layout);
+      auto b = QuantizeBlockScaled(strided, *format, 1, layout);
+      auto c = QuantizeBlockScaled(half_src, *format, 1, layout);
+      ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+      for (int s = 0; s < 2; ++s) {
+        EXPECT_EQ(CarrierBytes(*a, s), CarrierBytes(*b, s)) << format->name();
+        EXPECT_EQ(CarrierBytes(*a, s), CarrierBytes(*c, s)) << format->name();
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
+#include "ops/quantize.h"
 
 namespace strata {
 namespace {
@@ -56,10 +57,43 @@ absl::StatusOr<Tensor> BlockScaled(const CompoundDType* dtype, int64_t rows,
   return MakeTensor(std::move(rep));
 }
 
+// A row-major float32 source of `shape` with a deterministic pattern of
+// values exact in float (magnitudes vary by block), quantized by
+// QuantizeBlockScaled with blocks along `blocked_mode` in the 128x4 swizzled
+// scale layout.
+absl::StatusOr<Tensor> Swizzled(const CompoundDType* dtype,
+                                std::vector<int64_t> shape,
+                                int64_t blocked_mode) {
+  int64_t n = 1;
+  std::vector<IntTuple> extents;
+  for (int64_t e : shape) {
+    n *= e;
+    extents.push_back(e);
+  }
+  STRATA_ASSIGN_OR_RETURN(auto carrier,
+                          HostCarrier::Create(*dtypes::Float32(), n));
+  auto* data = static_cast<float*>(carrier->mutable_data());
+  for (int64_t i = 0; i < n; ++i) {
+    data[i] = static_cast<float>((i * 37) % 97 - 48) * 0.125f *
+              static_cast<float>(1 + (i / 32) % 5);
+  }
+  STRATA_ASSIGN_OR_RETURN(Layout row_major,
+                          Layout::RowMajor(IntTuple::Tuple(extents)));
+  STRATA_ASSIGN_OR_RETURN(Tensor source, Tensor::Create(carrier, 0, row_major));
+  return QuantizeBlockScaled(source, *dtype, blocked_mode,
+                             ScaleLayout::kSwizzled128x4);
+}
+
 }  // namespace
 
 std::vector<std::string> ExampleNames() {
-  return {"float32_4x8", "mxfp8_4x64", "mxfp4_2x32"};
+  return {"float32_4x8",
+          "mxfp8_4x64",
+          "mxfp4_2x32",
+          "mxfp8_swizzled_256x256",
+          "nvfp4_swizzled_128x64",
+          "mxfp8_swizzled_padded_200x160",
+          "mxfp8_swizzled_batched_2x128x128"};
 }
 
 absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
@@ -73,6 +107,18 @@ absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
   }
   if (name == "mxfp8_4x64") return BlockScaled(dtypes::MXFP8E4M3(), 4, 64, 32);
   if (name == "mxfp4_2x32") return BlockScaled(dtypes::MXFP4(), 2, 32, 32);
+  if (name == "mxfp8_swizzled_256x256") {
+    return Swizzled(dtypes::MXFP8E4M3(), {256, 256}, 1);
+  }
+  if (name == "nvfp4_swizzled_128x64") {
+    return Swizzled(dtypes::NVFP4(), {128, 64}, 1);
+  }
+  if (name == "mxfp8_swizzled_padded_200x160") {
+    return Swizzled(dtypes::MXFP8E4M3(), {200, 160}, 1);
+  }
+  if (name == "mxfp8_swizzled_batched_2x128x128") {
+    return Swizzled(dtypes::MXFP8E4M3(), {2, 128, 128}, 2);
+  }
   return ValueErrorCat("unknown example \"", name, "\"");
 }
 

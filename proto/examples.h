@@ -18,6 +18,20 @@ namespace strata {
 //                  of the last mode, linked by the stride-0 adjacent layout
 //                  (4,(32,2)):(1,(0,4)).
 //   "mxfp4_2x32"   an mxfp4 Tensor (2,32) over sub-byte float4 storage.
+//   "mxfp8_swizzled_256x256"
+//                  an mxfp8_e4m3 Tensor (256,256) quantized with its scales in
+//                  the 128x4 swizzled layout (ScaleLayout::kSwizzled128x4):
+//                  L_1 = ((32,4,2),(4,2)):((16,4,1024),(1,512)).
+//   "nvfp4_swizzled_128x64"
+//                  an nvfp4 Tensor (128,64), e4m3 scales of 16 values,
+//                  swizzled: one 128x4 tile.
+//   "mxfp8_swizzled_padded_200x160"
+//                  swizzled with padding both ways: R = 200 -> 256 rows,
+//                  5 -> 8 blocks; the padding scales are 0.
+//   "mxfp8_swizzled_batched_2x128x128"
+//                  swizzled with a batch mode (MoE experts): (2,128,128).
+// The swizzled examples are QuantizeBlockScaled of a deterministic float32
+// pattern.
 // clang-format on
 std::vector<std::string> ExampleNames();
 // Errors (ValueError): unknown name.

@@ -33,7 +33,9 @@ TEST(GoldenTest, ExamplesDumpToTheGoldenBytes) {
 
 TEST(GoldenTest, ReplayThenDumpReproducesEachGoldenFile) {
   for (const std::string& name :
-       {"float32_4x8", "mxfp8_4x64", "mxfp4_2x32", "mxfp4_2x32_data"}) {
+       {"float32_4x8", "mxfp8_4x64", "mxfp4_2x32", "mxfp4_2x32_data",
+        "mxfp8_swizzled_256x256", "nvfp4_swizzled_128x64",
+        "mxfp8_swizzled_padded_200x160", "mxfp8_swizzled_batched_2x128x128"}) {
     const std::string golden = ReadGolden(name);
     auto proto = ParseText(golden);
     ASSERT_TRUE(proto.ok()) << name;

@@ -58,7 +58,70 @@ head -c 200 "$golden/mxfp8_4x64.textproto" | "$strata" validate - >/dev/null 2>&
 [ "$status" = 2 ] || fail "truncated text exit $status, want 2"
 "$strata" validate /nonexistent >/dev/null 2>&1; status=$?
 [ "$status" = 2 ] || fail "unreadable file exit $status, want 2"
-[ "$("$strata" dump --list)" = $'float32_4x8\nmxfp8_4x64\nmxfp4_2x32' ] || fail "dump --list"
+[ "$("$strata" dump --list)" = $'float32_4x8\nmxfp8_4x64\nmxfp4_2x32\nmxfp8_swizzled_256x256\nnvfp4_swizzled_128x64\nmxfp8_swizzled_padded_200x160\nmxfp8_swizzled_batched_2x128x128' ] ||
+  fail "dump --list"
+for name in mxfp8_swizzled_256x256 nvfp4_swizzled_128x64 mxfp8_swizzled_padded_200x160 \
+    mxfp8_swizzled_batched_2x128x128; do
+  "$strata" dump --example "$name" | cmp -s - "$golden/$name.textproto" || fail "dump golden $name"
+  "$strata" dump --example "$name" --data > "$TEST_TMPDIR/$name.textproto"
+  "$strata" validate "$TEST_TMPDIR/$name.textproto" | grep -q ': OK dtype=' || fail "validate $name"
+done
+grep -q 'placement: "((32,4,2),(4,2)):((16,4,1024),(1,512))"' "$golden/mxfp8_swizzled_256x256.textproto" ||
+  fail "swizzled L_1 of mxfp8_swizzled_256x256"
+
+# strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout L] --input FILE
+ones="$TEST_TMPDIR/ones_200x64.f32"  # 200 * 64 float32 values 1.0, little-endian.
+: > "$ones"
+for _ in $(seq 200); do
+  for _ in $(seq 64); do printf '\x00\x00\x80\x3f'; done >> "$ones"
+done
+out=$("$strata" quantize mxfp8_e4m3 '(200,64)' 1 --scale-layout swizzled_128x4 --input "$ones"); status=$?
+[ "$status" = 0 ] || fail "quantize exit $status: $out"
+echo "$out" > "$TEST_TMPDIR/q.textproto"
+"$strata" validate "$TEST_TMPDIR/q.textproto" |
+  grep -q 'q.textproto: OK dtype=mxfp8_e4m3 levels=2 shape=(200,64) snapshot=\[c0@0,c1@0\]$' ||
+  fail "quantize output does not validate"
+echo "$out" | grep -q 'placement: "((32,4,2),(4,1)):((16,4,512),(1,512))"' || fail "swizzled L_1: $out"
+echo "$out" | grep -q 'adjacent_layouts: "(200,(32,2)):(1,(0,256))"' || fail "swizzled S_0: $out"
+echo "$out" | grep -q '  size: 1024$' || fail "padded scale carrier (256 rows x 4 blocks): $out"
+# 1.0 in mxfp8: X = 0 - 8, scale code 119 ('w'), element 2^8 = e4m3 0x78 ('x').
+echo "$out" | grep -q 'data: "xxxxxxxx' || fail "element bytes: $out"
+echo "$out" | grep -qF 'data: "ww\000\000ww\000\000' || fail "scale bytes (2 of 4 per row): $out"
+out2=$("$strata" quantize mxfp8_e4m3 '(200,64)' 1 --input - < "$ones"); status=$?
+[ "$status" = 0 ] || fail "quantize from stdin exit $status"
+echo "$out2" | grep -q 'placement: "(200,2):(2,1)"' || fail "row-major L_1 (the default): $out2"
+out=$("$strata" quantize nvfp4 '(64,200)' 0 --scale-layout swizzled_128x4 --input "$ones"); status=$?
+[ "$status" = 0 ] || fail "quantize blocked rank-2 exit $status: $out"
+echo "$out" | grep -q 'adjacent_layouts: "((16,4),200):((0,1),4)"' || fail "blocked rank-2 S_0: $out"
+out=$("$strata" quantize mxfp4 '(200,64)' 0 --input "$ones"); status=$?
+[ "$status" = 1 ] || fail "indivisible blocked mode exit $status, want 1"
+echo "$out" | grep -q '^ValueError: QuantizeBlockScaled: blocked dim 0 has extent 200' || fail "$out"
+out=$("$strata" quantize mxfp8_e4m3 '(12800)' 0 --scale-layout swizzled_128x4 --input "$ones"); status=$?
+[ "$status" = 1 ] || fail "swizzled rank 1 exit $status, want 1"
+echo "$out" | grep -q '^ValueError: .*rank >= 2' || fail "$out"
+out=$("$strata" quantize mxfp8_e4m3 '(32,25,16)' 0 --scale-layout swizzled_128x4 --input "$ones"); status=$?
+[ "$status" = 1 ] || fail "swizzled batch-mode blocks exit $status, want 1"
+echo "$out" | grep -q '^ValueError: .*got blocked dim 0' || fail "$out"
+out=$("$strata" quantize float32 '(200,64)' 1 --input "$ones"); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q '^ValueError: ' || fail "unknown format: $status $out"
+out=$("$strata" quantize nvfp4 '(200,64)' 1 --scale-layout tiled --input "$ones"); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q '^ValueError: .*--scale-layout' || fail "bad layout: $status $out"
+out=$("$strata" quantize nvfp4 '(200,64)' x --input "$ones"); status=$?
+[ "$status" = 1 ] || fail "non-integer mode exit $status, want 1"
+out=$("$strata" quantize nvfp4 '(200,63)' 1 --input "$ones"); status=$?
+[ "$status" = 2 ] && echo "$out" | grep -q 'wrong length' || fail "wrong length: $status $out"
+head -c 100 "$ones" | "$strata" quantize nvfp4 '(200,64)' 1 --input - >/dev/null; status=$?
+[ "$status" = 2 ] || fail "short stdin exit $status, want 2"
+"$strata" quantize nvfp4 '(200,64)' 1 --input /nonexistent >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "unreadable input exit $status, want 2"
+"$strata" quantize nvfp4 '(200,64)' 1 --input "$TEST_TMPDIR" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "directory input exit $status, want 2"
+"$strata" quantize nvfp4 '(200,64)' 1 >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "missing --input exit $status, want 2 (usage)"
+"$strata" quantize nvfp4 '(200,64)' 1 --input "$ones" --frob 1 >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "unknown option exit $status, want 2 (usage)"
+out=$(head -c 0 /dev/null | "$strata" quantize mxfp8_e4m3 '(0,64)' 1 --scale-layout swizzled_128x4 --input -); status=$?
+[ "$status" = 0 ] || fail "empty quantize exit $status: $out"
 "$strata" dump --example mxfp8_4x64 | cmp -s - "$golden/mxfp8_4x64.textproto" || fail "dump golden"
 "$strata" dump --example nope >/dev/null 2>&1; [ $? = 2 ] || fail "dump unknown example"
 

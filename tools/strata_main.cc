@@ -9,6 +9,8 @@
 //   strata view FILE OP ARGS...  replay FILE, apply one view, print it
 //   strata layout --batch FILE   layout algebra requests, one answer line each
 //   strata layout --show LAYOUT  a rank-1 or rank-2 layout drawn as a table
+//   strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout row_major|swizzled_128x4] --input FILE
+//                                quantize float32 values, print the Tensor
 // clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
@@ -31,6 +33,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
+#include "carrier/carrier.h"
 #include "carrier/carrier_registry.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -63,7 +66,10 @@ constexpr char kUsage[] =
     "                                 broadcast_to SHAPE | broadcast_in_dim SHAPE DIMS |\n"
     "                                 squeeze [DIM] | unsqueeze DIM\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
-    "  strata layout --show LAYOUT\n";
+    "  strata layout --show LAYOUT\n"
+    "  strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout row_major|swizzled_128x4]\n"
+    "                  --input FILE   (FORMAT mxfp8_e4m3 | mxfp4 | nvfp4; FILE '-' reads\n"
+    "                                 standard input: prod(SHAPE) float32 values, little-endian)\n";
 // clang-format on
 
 int Usage() {
@@ -409,6 +415,151 @@ int ViewCommand(const std::vector<std::string>& args) {
   return 0;
 }
 
+// strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout L] --input FILE
+// (representation-cli.md): exit 0 with the text, 1 with "<Kind>: <message>"
+// for a rejected argument, 2 for an unreadable file or one whose length is not
+// 4 * prod(SHAPE) bytes, or a usage error.
+int QuantizeCommand(const std::vector<std::string>& args) {
+  if (args.size() < 3) return Usage();
+  std::string scale_layout_name = "row_major", input;
+  bool have_input = false;
+  for (size_t i = 3; i < args.size(); i += 2) {
+    if (i + 1 >= args.size()) return Usage();
+    if (args[i] == "--scale-layout") {
+      scale_layout_name = args[i + 1];
+    } else if (args[i] == "--input" && !have_input) {
+      input = args[i + 1];
+      have_input = true;
+    } else {
+      return Usage();
+    }
+  }
+  if (!have_input) return Usage();
+  auto reject = [](const absl::Status& status) {
+    std::cout << FormatError(status) << "\n";
+    return 1;
+  };
+  // The arguments, before the file is read.
+  const CompoundDType* format = nullptr;
+  for (const CompoundDType* f :
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
+    if (args[0] == f->name()) format = f;
+  }
+  if (format == nullptr) {
+    return reject(ValueErrorCat("strata quantize: FORMAT \"", args[0],
+                                "\" is not mxfp8_e4m3, mxfp4 or nvfp4"));
+  }
+  auto shape = IntegersArg("strata quantize: SHAPE", args[1]);
+  if (!shape.ok()) return reject(shape.status());
+  int64_t count = 1;
+  for (int64_t extent : *shape) {
+    if (extent < 0) {
+      return reject(ValueErrorCat("strata quantize: SHAPE ", args[1],
+                                  " has the negative extent ", extent));
+    }
+    if (!CheckedMul(count, extent, &count) || count > (int64_t{1} << 60)) {
+      return reject(ValueErrorCat("strata quantize: SHAPE ", args[1],
+                                  " holds more than 2^60 values"));
+    }
+  }
+  auto mode = ParseInt64(args[2], "strata quantize: BLOCKED_MODE");
+  if (!mode.ok()) return reject(mode.status());
+  ScaleLayout scale_layout;
+  if (scale_layout_name == "row_major") {
+    scale_layout = ScaleLayout::kRowMajor;
+  } else if (scale_layout_name == "swizzled_128x4") {
+    scale_layout = ScaleLayout::kSwizzled128x4;
+  } else {
+    return reject(ValueErrorCat("strata quantize: --scale-layout \"",
+                                scale_layout_name,
+                                "\" is not row_major or swizzled_128x4"));
+  }
+  std::vector<IntTuple> extents(shape->begin(), shape->end());
+  auto layout = Layout::RowMajor(IntTuple::Tuple(extents));
+  if (!layout.ok()) return reject(layout.status());
+  // The file: exactly 4 * count bytes (read up to one byte more).
+  const int64_t expected = 4 * count;
+  const int fd =
+      input == "-" ? STDIN_FILENO : open(input.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))) {
+    const std::string reason = fd < 0 ? std::strerror(errno) : "is a directory";
+    if (fd >= 0) close(fd);
+    std::cout << input << ": unreadable file\n";
+    std::cerr << "strata quantize: cannot read " << input << ": " << reason
+              << "\n";
+    return 2;
+  }
+  if (S_ISREG(st.st_mode) && fd != STDIN_FILENO && st.st_size != expected) {
+    close(fd);
+    std::cout << input << ": wrong length: " << st.st_size
+              << " bytes, expected " << expected << " (" << count
+              << " float32 values of shape " << args[1] << ")\n";
+    return 2;
+  }
+  if (expected > kMaxTextBytes) {
+    if (fd != STDIN_FILENO) close(fd);
+    return reject(ResourceExhaustedErrorCat(
+        "strata quantize: ", count, " float32 values (", expected,
+        " bytes) are above the limit kMaxTextBytes = ", kMaxTextBytes,
+        " bytes (64 MiB) of a representation text"));
+  }
+  auto carrier = HostCarrier::Create(*dtypes::Float32(), count);
+  if (!carrier.ok()) {
+    if (fd != STDIN_FILENO) close(fd);
+    return reject(carrier.status());
+  }
+  auto* bytes = static_cast<char*>((*carrier)->mutable_data());
+  int64_t got = 0;
+  bool failed = false;
+  char extra;
+  while (true) {
+    char* to = got < expected ? bytes + got : &extra;
+    const int64_t want = got < expected ? expected - got : 1;
+    const ssize_t n = read(fd, to, want);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) failed = true;
+    if (n <= 0) break;
+    got += n;
+    if (got > expected) break;
+  }
+  const std::string reason = failed ? std::strerror(errno) : "";
+  if (fd != STDIN_FILENO) close(fd);
+  if (failed) {
+    std::cout << input << ": unreadable file\n";
+    std::cerr << "strata quantize: cannot read " << input << ": " << reason
+              << "\n";
+    return 2;
+  }
+  if (got != expected) {
+    std::cout << input
+              << ": wrong length: " << (got > expected ? "more than " : "")
+              << got << " bytes, expected " << expected << " (" << count
+              << " float32 values of shape " << args[1] << ")\n";
+    return 2;
+  }
+  // Little-endian on disk; this host's order otherwise.
+  if (!(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)) {
+    for (int64_t i = 0; i < expected; i += 4) {
+      std::swap(bytes[i], bytes[i + 3]);
+      std::swap(bytes[i + 1], bytes[i + 2]);
+    }
+  }
+  auto source = Tensor::Create(*carrier, 0, *layout);
+  if (!source.ok()) return reject(source.status());
+  auto q = QuantizeBlockScaled(*source, *format, *mode, scale_layout);
+  if (!q.ok()) return reject(q.status());
+  const std::string text = ToText(ToProto(*q, {/*include_data=*/true}));
+  if (static_cast<int64_t>(text.size()) > kMaxTextBytes) {
+    return reject(ResourceExhaustedErrorCat(
+        "strata quantize: the text holds ", text.size(),
+        " bytes, above the limit kMaxTextBytes = ", kMaxTextBytes,
+        " bytes (64 MiB) of a representation text"));
+  }
+  std::cout << text;
+  return 0;
+}
+
 int ValidateCommand(const std::vector<std::string>& files) {
   if (files.empty()) return Usage();
   int exit_status = 0;
@@ -547,5 +698,6 @@ int main(int argc, char** argv) {
   if (command == "dump") return strata::DumpCommand(args);
   if (command == "validate") return strata::ValidateCommand(args);
   if (command == "view") return strata::ViewCommand(args);
+  if (command == "quantize") return strata::QuantizeCommand(args);
   return strata::Usage();
 }

@@ -1,0 +1,56 @@
+// The block-quantization kernel of QuantizeBlockScaled (ops/quantize.h): one
+// portable scalar definition and its Highway SIMD versions, chosen at run time
+// for the CPU (HWY_DYNAMIC_DISPATCH), giving the same bytes on every path.
+//
+// NOTE [ Block quantization arithmetic ]
+// A block is B float32 values v. amax is the largest |v| by bit pattern; a
+// block with a NaN or an infinity is non-finite.
+//   mxfp8_e4m3, mxfp4 (OCP MX v1.0, 6.3): the scale code is
+//     max(E(amax) - emax_elem, 0), E the biased float exponent field (so X =
+//     floor(log2 amax) - emax_elem clamped to >= -127; amax = 0 and float
+//     subnormals give X = -127); elements are v * 2^-X, which is exact in
+//     float wherever the element can be nonzero, rounded to nearest even and
+//     saturated.
+//   nvfp4: the scale s is amax / 6 rounded to nearest even e4m3 (saturating
+//     at 448); elements are v / s rounded to nearest even of the exact
+//     quotient. The float quotient is correctly rounded and an fp4 tie t is a
+//     float whose product with s is exact, so float division never moves a
+//     quotient across or onto a tie; the element is exact. s = 0 gives every
+//     element a zero.
+//   Zeros keep their sign: -0, and a negative value that rounds to zero,
+//   encode as the negative zero (fp8 0x80, fp4 0x8), in all-zero blocks too.
+//   Non-finite block: scale 0xFF (MX) or 0x7F (nvfp4); elements 0x7F (fp8)
+//   or 0x0 (fp4).
+#ifndef STRATA_OPS_INTERNAL_QUANTIZE_KERNEL_H_
+#define STRATA_OPS_INTERNAL_QUANTIZE_KERNEL_H_
+
+#include <cstdint>
+
+namespace strata {
+namespace ops_internal {
+
+enum class QuantFormat : int { kMXFP8E4M3 = 0, kMXFP4 = 1, kNVFP4 = 2 };
+
+// Values per block: 32 (MX) or 16 (nvfp4).
+inline int64_t QuantBlockSize(QuantFormat f) {
+  return f == QuantFormat::kNVFP4 ? 16 : 32;
+}
+
+// Quantizes one block of QuantBlockSize(f) values: writes one element code
+// per value into `codes` (unpacked, low bits) and returns the scale code.
+uint8_t QuantizeBlockScalar(QuantFormat f, const float* v, uint8_t* codes);
+
+// Quantizes `blocks` consecutive blocks of src (blocks * B floats): element
+// codes to `values` (one byte each for fp8; two per byte, low nibble first,
+// for fp4; values[0] starts the first block) and one scale code per block to
+// scales[0 .. blocks). QuantizeBlocks runs the best SIMD path of this CPU;
+// QuantizeBlocksScalar the portable one. Both give the same bytes.
+void QuantizeBlocks(QuantFormat f, const float* src, int64_t blocks,
+                    uint8_t* values, uint8_t* scales);
+void QuantizeBlocksScalar(QuantFormat f, const float* src, int64_t blocks,
+                          uint8_t* values, uint8_t* scales);
+
+}  // namespace ops_internal
+}  // namespace strata
+
+#endif  // STRATA_OPS_INTERNAL_QUANTIZE_KERNEL_H_
