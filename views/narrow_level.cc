@@ -113,12 +113,15 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
     int64_t step = extents[a];
     for (const Move& m : moves) step = std::gcd(step, digit(m.stride, r));
     auto wraps = [&](int leaf) {
-      return refuse(
-          absl::StrCat("the coordinates it reaches wrap around leaf ", leaf,
-                       " (extent ", extents[leaf], ") from coordinate ",
-                       out.start[leaf], " into leaf ", leaf + 1,
-                       ", so no box of the level's leaves that starts there "
-                       "holds them"));
+      // The top-level mode the leaf belongs to, for the message.
+      const IntTuple::Elements modes = placement.shape().TopElements();
+      int mode = 0;
+      while (mode + 1 < modes.size() && modes.leaf[mode + 1] <= leaf) ++mode;
+      return refuse(absl::StrCat(
+          "the coordinates it reaches wrap around leaf ", leaf, " (extent ",
+          extents[leaf], ", in mode ", mode, ") from coordinate ",
+          out.start[leaf], " into leaf ", leaf + 1,
+          ", so no box of the level's leaves that starts there holds them"));
     };
     if (out.start[a] >= step) return wraps(a);
     for (int j = a + 1; j < b; ++j) {

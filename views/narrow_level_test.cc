@@ -183,7 +183,7 @@ TEST(NarrowLevelTest, AShardThatCrossesATileIsRefusedNamingTheLeaf) {
   auto n = NarrowLevel(L(kSwizzled256), 64, L("(128,(32,8)):(1,(0,256))"));
   ASSERT_TRUE(IsValueError(n.status())) << n.status();
   EXPECT_NE(n.status().message().find(
-                "wrap around leaf 1 (extent 4) from coordinate 2"),
+                "wrap around leaf 1 (extent 4, in mode 0) from coordinate 2"),
             absl::string_view::npos)
       << n.status();
 }

@@ -498,8 +498,9 @@ TEST(SwizzledViewsTest, ShardsThatCrossATileOrCutABlockAreRefused) {
   EXPECT_NE(rows.status().message().find("level 1 cannot be narrowed exactly"),
             absl::string_view::npos)
       << rows.status();
-  EXPECT_NE(rows.status().message().find("wrap around leaf 1 (extent 4)"),
-            absl::string_view::npos)
+  EXPECT_NE(
+      rows.status().message().find("wrap around leaf 1 (extent 4, in mode 0)"),
+      absl::string_view::npos)
       << rows.status();
   // Blocks 2..5 cross the 4-block atom.
   EXPECT_TRUE(IsValueError(Slice(t, 1, 64, 192).status()));
