@@ -2073,9 +2073,11 @@ class Session {
                                       dtypes::NVFP4()};
     const CompoundDType* f = formats[r_.Range(0, 2)];
     const int64_t mode = r_.Arg(0, static_cast<int64_t>(Shape(t).size()) - 1);
+    const ScaleLayout layout =
+        r_.Bool() ? ScaleLayout::kRowMajor : ScaleLayout::kSwizzled128x4;
     const auto before = Capture();
     const int created = HostCarrier::created();
-    auto q = QuantizeBlockScaled(t, *f, mode);
+    auto q = QuantizeBlockScaled(t, *f, mode, layout);
     if (!q.ok()) {
       API_CHECK(HostCarrier::created() == created);
       return Failed(q.status(), before);
@@ -2092,7 +2094,10 @@ class Session {
 
   // A float32 Tensor whose last mode is a multiple of 32 (quantizable).
   void MakeQuantizable() {
-    const int64_t rows = r_.Range(1, 4), blocks = r_.Range(1, 3);
+    // Sometimes just past a 128-row tile of the swizzled scale layout.
+    const int64_t rows =
+        r_.Range(0, 3) == 0 ? r_.Range(126, 132) : r_.Range(1, 4);
+    const int64_t blocks = r_.Range(1, 5);
     auto t = Zeros(*(r_.Bool() ? dtypes::Float32() : dtypes::BFloat16()),
                    {rows, 32 * blocks});
     API_CHECK(t.ok());
@@ -2102,7 +2107,9 @@ class Session {
       for (int64_t k = 0; k < t->size(); ++k)
         StoreIndex(Ref::kF32, data, k, (k * seed) % 23 - 11);
     }
-    auto q = QuantizeBlockScaled(*t, *dtypes::MXFP8E4M3(), 1);
+    auto q = QuantizeBlockScaled(
+        *t, *dtypes::MXFP8E4M3(), 1,
+        r_.Bool() ? ScaleLayout::kRowMajor : ScaleLayout::kSwizzled128x4);
     API_CHECK(q.ok());
     Keep(r_.Bool() ? *q : *t);
   }
