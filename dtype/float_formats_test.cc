@@ -47,6 +47,17 @@ TEST(FloatFormatsTest, E2M1Values) {
   EXPECT_EQ(f.EncodeSaturating(0.75), 2u) << "halfway 0.5/1 -> 1";
 }
 
+TEST(FloatFormatsTest, ZerosKeepTheirSign) {
+  // -0 and a negative value that rounds to zero encode as the negative zero.
+  EXPECT_EQ(Float8E4M3FNFormat().EncodeSaturating(-0.0), 0x80u);
+  EXPECT_EQ(Float8E4M3FNFormat().EncodeSaturating(-1e-9), 0x80u);
+  EXPECT_EQ(Float8E4M3FNFormat().EncodeSaturating(0.0), 0x00u);
+  EXPECT_EQ(Float8E5M2Format().EncodeSaturating(-1e-9), 0x80u);
+  EXPECT_EQ(Float4E2M1FNFormat().EncodeSaturating(-0.0), 0x8u);
+  EXPECT_EQ(Float4E2M1FNFormat().EncodeSaturating(-0.25), 0x8u);
+  EXPECT_EQ(Float4E2M1FNFormat().EncodeSaturating(0.25), 0x0u);
+}
+
 TEST(FloatFormatsTest, E5M2AndE8M0) {
   const MiniFloat& f = Float8E5M2Format();
   EXPECT_EQ(f.Decode(0x7B), 57344.0);

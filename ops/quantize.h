@@ -56,9 +56,10 @@ enum class ScaleLayout : int { kRowMajor = 0, kSwizzled128x4 = 1 };
 // Signed zeros: an element that is -0, or a negative value that rounds to
 // zero, is the negative zero (fp8 0x80, fp4 0x8), in all-zero blocks too. The
 // arithmetic is NOTE [ Block quantization arithmetic ]
-// (ops/internal/quantize_kernel.h); a float32 source contiguous along the
-// blocked dim runs a SIMD kernel chosen at run time for the CPU, every other
-// source the portable one, with the same bytes.
+// (ops/internal/quantize_kernel.h); a float32 source whose blocked dim is
+// the last one of extent > 1, with stride 1, runs a SIMD kernel chosen at run
+// time for the CPU (Highway); every other source (strided, blocked dim not
+// innermost, float16, bfloat16) the portable one, with the same bytes.
 //
 // Errors, all before anything is allocated: OneSubtensorRequired for a
 // multi-subtensor src; TypeError for a non-float src; ValueError for a format
