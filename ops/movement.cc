@@ -41,13 +41,7 @@ absl::StatusOr<Tensor> Zeros(const SimpleDType& dtype,
   for (int64_t e : shape) {
     if (e < 0) return ValueErrorCat("Zeros: negative extent ", e);
   }
-  STRATA_ASSIGN_OR_RETURN(
-      Layout layout,
-      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
-                                         : IntTuple::Flat(shape)));
-  STRATA_ASSIGN_OR_RETURN(auto carrier,
-                          HostCarrier::Create(dtype, layout.size()));
-  return Tensor::Create(carrier, 0, layout);
+  return ops_internal::NewCompact(dtype, shape, /*zeroed=*/true);
 }
 
 absl::Status Fill(const Tensor& dst, Scalar value) {

@@ -122,6 +122,42 @@ const CompoundDType* TestBlocked() {
   return dtype;
 }
 
+// A compact layout of `shape` whose leaves are placed in random order.
+Layout CompactInRandomOrder(testing::RandomLayouts& gen,
+                            const IntTuple& shape) {
+  const auto extents = shape.leaves();
+  std::vector<size_t> order(extents.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
+  std::shuffle(order.begin(), order.end(), gen.engine());
+  std::vector<int64_t> strides(extents.size());
+  int64_t running = 1;
+  for (size_t k : order) {
+    strides[k] = running;
+    running *= extents[k];
+  }
+  return *Layout::Create(shape, shape.TransformLeaves([&](size_t k, int64_t) {
+    return strides[k];
+  }));
+}
+
+// A TestBlocked Tensor of (l0, l1, s0) at random offsets in fresh carriers.
+Tensor TwoLevelAtRandomOffsets(testing::RandomLayouts& gen, const Layout& l0,
+                               const Layout& l1, const Layout& s0) {
+  const int64_t off0 = gen.Uniform(0, 3);
+  const int64_t off1 = gen.Uniform(0, 3);
+  auto values =
+      *HostCarrier::Create(*dtypes::Float8E4M3FN(), off0 + l0.cosize());
+  auto scales =
+      *HostCarrier::Create(*dtypes::Float8E8M0FNU(), off1 + l1.cosize());
+  auto rep =
+      Representation::Create(TestBlocked(),
+                             {{dtypes::Float8E4M3FN(), values, off0, l0},
+                              {dtypes::Float8E8M0FNU(), scales, off1, l1}},
+                             {s0});
+  EXPECT_TRUE(rep.ok()) << rep.status();
+  return MakeTensor(*rep);
+}
+
 // Random one- and two-level tensors of at most 512 elements.
 Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   if (!two_level) {
@@ -147,25 +183,8 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   }
   const IntTuple shape = IntTuple::Tuple(value_modes);
   // Values compact in a random leaf order; scales in a random injective order.
-  const Layout l0 = [&] {
-    for (;;) {
-      Layout any = gen.Injective(8, 1, 0);  // Only used for its RNG draws.
-      (void)any;
-      const auto extents = shape.leaves();
-      std::vector<size_t> order(extents.size());
-      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-      std::shuffle(order.begin(), order.end(), gen.engine());
-      std::vector<int64_t> strides(extents.size());
-      int64_t running = 1;
-      for (size_t k : order) {
-        strides[k] = running;
-        running *= extents[k];
-      }
-      return *Layout::Create(
-          shape,
-          shape.TransformLeaves([&](size_t k, int64_t) { return strides[k]; }));
-    }
-  }();
+  (void)gen.Injective(8, 1, 0);  // Only used for its RNG draws.
+  const Layout l0 = CompactInRandomOrder(gen, shape);
   const IntTuple scale_shape = IntTuple::Flat(scale_extents);
   const Layout l1 = gen.Uniform(0, 1) ? *Layout::RowMajor(scale_shape)
                                       : *Layout::ColumnMajor(scale_shape);
@@ -185,19 +204,7 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   const Layout s0 = *Layout::Create(
       shape,
       shape.TransformLeaves([&](size_t k, int64_t) { return s_strides[k]; }));
-  const int64_t off0 = gen.Uniform(0, 3);
-  const int64_t off1 = gen.Uniform(0, 3);
-  auto values =
-      *HostCarrier::Create(*dtypes::Float8E4M3FN(), off0 + l0.cosize());
-  auto scales =
-      *HostCarrier::Create(*dtypes::Float8E8M0FNU(), off1 + l1.cosize());
-  auto rep =
-      Representation::Create(TestBlocked(),
-                             {{dtypes::Float8E4M3FN(), values, off0, l0},
-                              {dtypes::Float8E8M0FNU(), scales, off1, l1}},
-                             {s0});
-  EXPECT_TRUE(rep.ok()) << rep.status();
-  return MakeTensor(*rep);
+  return TwoLevelAtRandomOffsets(gen, l0, l1, s0);
 }
 
 // --- Hand cases --------------------------------------------------------------
@@ -748,22 +755,8 @@ Tensor RandomHierarchicalTensor(testing::RandomLayouts& gen) {
       level_size *= e;
     }
     if (level_size > 512 || level_size < 2) continue;
-    auto compact = [&](const IntTuple& s) {
-      const auto extents = s.leaves();
-      std::vector<size_t> order(extents.size());
-      for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-      std::shuffle(order.begin(), order.end(), gen.engine());
-      std::vector<int64_t> strides(extents.size());
-      int64_t running = 1;
-      for (size_t k : order) {
-        strides[k] = running;
-        running *= extents[k];
-      }
-      return *Layout::Create(
-          s, s.TransformLeaves([&](size_t k, int64_t) { return strides[k]; }));
-    };
-    const Layout l0 = compact(shape);
-    const Layout l1 = compact(level_shape);
+    const Layout l0 = CompactInRandomOrder(gen, shape);
+    const Layout l1 = CompactInRandomOrder(gen, level_shape);
     const Layout s0 = *Layout::Create(
         shape, shape.TransformLeaves([&](size_t, int64_t) -> int64_t {
           switch (gen.Uniform(0, 5)) {
@@ -779,18 +772,7 @@ Tensor RandomHierarchicalTensor(testing::RandomLayouts& gen) {
           }
         }));
     if (s0.max_index() >= level_size) continue;
-    const int64_t off0 = gen.Uniform(0, 3), off1 = gen.Uniform(0, 3);
-    auto values =
-        *HostCarrier::Create(*dtypes::Float8E4M3FN(), off0 + l0.cosize());
-    auto scales =
-        *HostCarrier::Create(*dtypes::Float8E8M0FNU(), off1 + l1.cosize());
-    auto rep =
-        Representation::Create(TestBlocked(),
-                               {{dtypes::Float8E4M3FN(), values, off0, l0},
-                                {dtypes::Float8E8M0FNU(), scales, off1, l1}},
-                               {s0});
-    EXPECT_TRUE(rep.ok()) << rep.status();
-    return MakeTensor(*rep);
+    return TwoLevelAtRandomOffsets(gen, l0, l1, s0);
   }
 }
 

@@ -119,22 +119,6 @@ bool TransposeBySse(T* to, const T* from, int64_t to_row_stride,
 }
 #endif
 
-// A compact row-major Tensor whose values are unspecified until written
-// (HostCarrier::CreateForOverwrite).
-absl::StatusOr<Tensor> EmptyForOverwrite(const SimpleDType& dtype,
-                                         const std::vector<int64_t>& shape) {
-  for (int64_t e : shape) {
-    if (e < 0) return ValueErrorCat("negative extent ", e);
-  }
-  STRATA_ASSIGN_OR_RETURN(
-      Layout layout,
-      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
-                                         : IntTuple::Flat(shape)));
-  STRATA_ASSIGN_OR_RETURN(
-      auto carrier, HostCarrier::CreateForOverwrite(dtype, layout.size()));
-  return Tensor::Create(carrier, 0, layout);
-}
-
 }  // namespace
 
 // dst[c] = src[c] for same-shaped views (src broadcast already aligned by
@@ -216,12 +200,29 @@ void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
   }
 }
 
+absl::StatusOr<Tensor> NewCompact(const SimpleDType& dtype,
+                                  absl::Span<const int64_t> shape,
+                                  bool zeroed) {
+  for (int64_t e : shape) {
+    if (e < 0) return ValueErrorCat("negative extent ", e);
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      Layout layout,
+      Layout::RowMajor(shape.size() == 1 ? IntTuple(shape[0])
+                                         : IntTuple::Flat(shape)));
+  STRATA_ASSIGN_OR_RETURN(
+      auto carrier,
+      zeroed ? HostCarrier::Create(dtype, layout.size())
+             : HostCarrier::CreateForOverwrite(dtype, layout.size()));
+  return Tensor::Create(carrier, 0, layout);
+}
+
 absl::StatusOr<Tensor> CompactCopy(const Tensor& a, const SimpleDType& dtype) {
   const std::vector<int64_t> shape = a.shape();
   // The copy writes every value; packed dtypes would leave the spare bits of
   // a last byte unwritten, so they start from zeros.
   STRATA_ASSIGN_OR_RETURN(Tensor out, dtype.bits() % 8 == 0
-                                          ? EmptyForOverwrite(dtype, shape)
+                                          ? NewCompact(dtype, shape, false)
                                           : Zeros(dtype, shape));
   CopyKernel(out, shape, AlignedAccess(out.layout(), shape), a,
              AlignedAccess(a.layout(), shape));

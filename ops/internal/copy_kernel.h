@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
 #include "ops/internal/iterate.h"
@@ -20,6 +21,13 @@ namespace ops_internal {
 void CopyKernel(const Tensor& dst, const std::vector<int64_t>& extents,
                 const std::vector<ModeAccess>& dst_access, const Tensor& src,
                 const std::vector<ModeAccess>& src_access);
+
+// A compact row-major Tensor of `shape` in a fresh host carrier: zeroed, or
+// with values unspecified until written (HostCarrier::CreateForOverwrite).
+// Errors: ValueError for a negative extent (the message starts "negative
+// extent"), the carrier's errors.
+absl::StatusOr<Tensor> NewCompact(const SimpleDType& dtype,
+                                  absl::Span<const int64_t> shape, bool zeroed);
 
 // A compact row-major copy of `a` in `dtype` (a built-in), in a fresh host
 // carrier.
