@@ -471,6 +471,19 @@ TEST(SwizzledViewsTest, TheRepresentationIsThePublishedFormula) {
   });
 }
 
+// Each [start, stop) of dim 0 is a view that keeps the invariant.
+void ExpectRowShardsAreViews(
+    const Tensor& t, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  for (const std::pair<int64_t, int64_t>& range : ranges) {
+    const int64_t start = range.first;
+    auto v = Slice(t, 0, start, range.second);
+    ASSERT_TRUE(v.ok()) << start << ".." << range.second << ": " << v.status();
+    ExpectInvariant(t, *v, [&](const Coord& c) {
+      return Coord{start + c[0], c[1]};
+    });
+  }
+}
+
 TEST(SwizzledViewsTest, ATensorParallelShardIsAView) {
   // `strata view FILE slice 0 128 256 1` of a 256x256 mxfp8 Tensor.
   const Tensor t = Swizzled(1, 256, 256);
@@ -518,31 +531,13 @@ TEST(SwizzledViewsTest, ShardsThatCrossATileOrCutABlockAreRefused) {
   // keeps the unreached rows of the tile as padding). Rows 130..255 start at
   // row 2 of a 32-row group and carry out of it: no box starts there.
   EXPECT_TRUE(IsValueError(Slice(t, 0, 130, 256).status()));
-  for (const auto& [start, stop] : {std::pair<int64_t, int64_t>{32, 64},
-                                    {0, 100},
-                                    {160, 256},
-                                    {128, 129}}) {
-    auto v = Slice(t, 0, start, stop);
-    ASSERT_TRUE(v.ok()) << start << ".." << stop << ": " << v.status();
-    ExpectInvariant(t, *v, [&](const Coord& c) {
-      return Coord{start + c[0], c[1]};
-    });
-  }
+  ExpectRowShardsAreViews(t, {{32, 64}, {0, 100}, {160, 256}, {128, 129}});
 }
 
 TEST(SwizzledViewsTest, PaddedBatchedAndMnMajorShards) {
   // 200 rows pad to 256 and 5 blocks to 8.
   const Tensor padded = Swizzled(1, 200, 160);
-  for (const auto& [start, stop] : {std::pair<int64_t, int64_t>{128, 200},
-                                    {0, 128},
-                                    {0, 100},
-                                    {160, 170}}) {
-    auto v = Slice(padded, 0, start, stop);
-    ASSERT_TRUE(v.ok()) << start << ".." << stop << ": " << v.status();
-    ExpectInvariant(padded, *v, [&](const Coord& c) {
-      return Coord{start + c[0], c[1]};
-    });
-  }
+  ExpectRowShardsAreViews(padded, {{128, 200}, {0, 128}, {0, 100}, {160, 170}});
   auto last_blocks = Slice(padded, 1, 128, 160);
   ASSERT_TRUE(last_blocks.ok()) << last_blocks.status();
   ExpectInvariant(padded, *last_blocks, [](const Coord& c) {
