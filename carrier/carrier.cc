@@ -39,6 +39,11 @@ int64_t HostCarrier::created() {
   return host_carriers_created.load(std::memory_order_relaxed);
 }
 
+std::string Carrier::Describe() const {
+  return absl::StrCat(class_name(), " carrier of ", size_, " ", dtype_->name(),
+                      " values");
+}
+
 void Carrier::FreeStorageOnce() {
   if (!storage_freed_.exchange(true, std::memory_order_acq_rel)) {
     ReleaseStorage();

@@ -117,7 +117,9 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   }
   context->carrier = tensor.carrier();
   DLTensor& t = context->managed.dl_tensor;
-  t.data = static_cast<uint8_t*>(tensor.carrier()->mutable_data()) +
+  // A read-only (mapped) carrier exports its address too: the consumer must
+  // not write through it (NOTE [ Read-only carriers ] in carrier/carrier.h).
+  t.data = static_cast<uint8_t*>(const_cast<void*>(tensor.carrier()->data())) +
            tensor.offset() * (d.bits() / 8);
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<int32_t>(context->shape.size());

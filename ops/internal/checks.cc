@@ -129,7 +129,14 @@ Injectivity ProveInjective(const Layout& layout) {
 
 }  // namespace
 
+absl::Status RequireMutableCarrier(const Tensor& t, absl::string_view op) {
+  if (!t.carrier()->read_only()) return absl::OkStatus();
+  return ValueErrorCat(op, ": cannot write through the read-only ",
+                       t.carrier()->Describe());
+}
+
 absl::Status RequireWritable(const Tensor& t, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireMutableCarrier(t, op));
   STRATA_RETURN_IF_ERROR(RequireData(t, op));
   switch (ProveInjective(t.layout())) {
     case Injectivity::kInjective:
