@@ -129,10 +129,13 @@ class HeaderChecker : public nlohmann::json_sax<Json> {
   }
   bool start_array(std::size_t) override { return true; }
   bool end_array() override { return true; }
-  bool parse_error(std::size_t position, const std::string&,
+  bool parse_error(std::size_t, const std::string&,
                    const nlohmann::detail::exception& ex) override {
-    error_ = absl::StrCat("the header is not JSON (byte ", position,
-                          "): ", ex.what());
+    // "[json.exception.parse_error.101] parse error at line 1, column 6: ..."
+    absl::string_view what = ex.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != absl::string_view::npos) what.remove_prefix(bracket + 2);
+    error_ = absl::StrCat("the header is not JSON: ", what);
     return false;
   }
   const std::string& error() const { return error_; }
@@ -634,12 +637,10 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
                             MappedRegion::MapFd(fd, path, data_start, buffer));
   }
   for (Planned& p : planned) {
-    SafetensorsTensor t{p.name, p.status};
-    if (p.status.ok()) {
-      t.tensor = p.blocks >= 0 ? BuildPair(p, entries, region)
-                               : BuildPlain(p, entries[p.first], region);
-    }
-    result.tensors.push_back(std::move(t));
+    result.tensors.push_back(
+        {p.name, !p.status.ok()  ? absl::StatusOr<Tensor>(p.status)
+                 : p.blocks >= 0 ? BuildPair(p, entries, region)
+                                 : BuildPlain(p, entries[p.first], region)});
   }
   return result;
 }
