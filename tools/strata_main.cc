@@ -9,6 +9,7 @@
 //   strata view FILE OP ARGS...  replay FILE, apply one view, print it
 //   strata layout --batch FILE   layout algebra requests, one answer line each
 //   strata layout --show LAYOUT  a rank-1 or rank-2 layout drawn as a table
+//   strata import FILE           a safetensors file's tensors (import_command.h)
 // clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
@@ -47,6 +48,7 @@
 #include "ops/quantize.h"
 #include "proto/codec.h"
 #include "proto/examples.h"
+#include "tools/import_command.h"
 #include "views/views.h"
 
 namespace strata {
@@ -63,7 +65,8 @@ constexpr char kUsage[] =
     "                                 broadcast_to SHAPE | broadcast_in_dim SHAPE DIMS |\n"
     "                                 squeeze [DIM] | unsqueeze DIM\n"
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
-    "  strata layout --show LAYOUT\n";
+    "  strata layout --show LAYOUT\n"
+    "  strata import FILE [--dump NAME [--data]]   (a safetensors file)\n";
 // clang-format on
 
 int Usage() {
@@ -547,5 +550,6 @@ int main(int argc, char** argv) {
   if (command == "dump") return strata::DumpCommand(args);
   if (command == "validate") return strata::ValidateCommand(args);
   if (command == "view") return strata::ViewCommand(args);
+  if (command == "import") return strata::ImportCommand(args);
   return strata::Usage();
 }
