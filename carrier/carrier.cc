@@ -137,7 +137,7 @@ void HostCarrier::ReleaseStorage() {
 
 absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
     const DType& descriptor, int64_t size, void* data, Deleter deleter,
-    uint64_t version) {
+    uint64_t version, bool read_only) {
   const DType* dtype = &descriptor;
   auto simple = RequireSimple(dtype, size, "external");
   if (!simple.ok()) return simple.status();
@@ -145,8 +145,8 @@ absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
     return ValueErrorCat("an external carrier of ", size, " ", dtype->name(),
                          " values needs a data pointer");
   }
-  return std::shared_ptr<ExternalCarrier>(
-      new ExternalCarrier(dtype, size, version, data, std::move(deleter)));
+  return std::shared_ptr<ExternalCarrier>(new ExternalCarrier(
+      dtype, size, version, data, std::move(deleter), read_only));
 }
 
 ExternalCarrier::~ExternalCarrier() { Release(); }

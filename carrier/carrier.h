@@ -146,18 +146,20 @@ class ExternalCarrier final : public Carrier {
   using Deleter = std::function<void()>;
   // Errors (ValueError): a non-simple dtype, negative size, null data
   // with a positive size. On failure the deleter does not run: the caller still
-  // owns the memory.
+  // owns the memory. A read_only carrier refuses every write through Strata
+  // (NOTE [ Read-only carriers ]), e.g. memory a DLPack producer exported
+  // read-only.
   static absl::StatusOr<std::shared_ptr<ExternalCarrier>> Create(
       const DType& dtype, int64_t size, void* data, Deleter deleter,
-      uint64_t version = 0);
+      uint64_t version = 0, bool read_only = false);
 
   ~ExternalCarrier() override;
   absl::string_view class_name() const override { return "external"; }
 
  private:
   ExternalCarrier(const DType* dtype, int64_t size, uint64_t version,
-                  void* data, Deleter deleter)
-      : Carrier(dtype, size, version),
+                  void* data, Deleter deleter, bool read_only)
+      : Carrier(dtype, size, version, read_only),
         data_(data),
         deleter_(std::move(deleter)) {}
   void ReleaseStorage() override;

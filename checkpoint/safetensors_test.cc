@@ -518,9 +518,10 @@ TEST(ReadSafetensorsTest, HeaderOverOneHundredMegabytesIsRefused) {
 TEST(ReadSafetensorsTest,
      WritesThroughMappedCarriersAreRefusedBeforeAnyEffect) {
   const std::string data = RandomBytes(32, 5);
-  Safetensors s = MustRead(
-      "readonly.safetensors",
-      R"({"x":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}})", data);
+  std::string header =
+      R"({"x":{"dtype":"F32","shape":[2,4],"data_offsets":[0,32]}})";
+  header.append((8 - header.size() % 8) % 8, ' ');  // Aligned values.
+  Safetensors s = MustRead("readonly.safetensors", header, data);
   ASSERT_TRUE(s.tensors[0].tensor.ok());
   const Tensor x = *s.tensors[0].tensor;
   auto other = Zeros(*dtypes::Float32(), {2, 4});
@@ -557,12 +558,39 @@ TEST(ReadSafetensorsTest,
   auto exported = ToDLPack(x);
   ASSERT_TRUE(exported.ok()) << FormatError(exported.status());
   EXPECT_EQ((*exported)->dl_tensor.data, x.carrier()->data());
+  // Imported back, the export stays read-only.
+  {
+    DLManagedTensor* again = *ToDLPack(x);
+    auto imported = FromDLPack(again);
+    ASSERT_TRUE(imported.ok()) << FormatError(imported.status());
+    EXPECT_TRUE(imported->carrier()->read_only());
+    EXPECT_TRUE(IsValueError(Fill(*imported, Scalar::Float(1))));
+  }
   // The export pins the mapping: a Release meanwhile keeps the bytes.
   x.carrier()->Release();
   EXPECT_EQ(
       std::string(static_cast<const char*>((*exported)->dl_tensor.data), 32),
       data);
   (*exported)->deleter(*exported);
+}
+
+// Values the file does not align to their width are read by GetItem and
+// refused by the kernels that read typed values.
+TEST(ReadSafetensorsTest, UnalignedValuesAreRefusedByTypedKernels) {
+  const std::string header =
+      R"({"x":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+  ASSERT_NE((8 + header.size()) % 4, 0u);
+  std::string data(8, '\0');
+  const float one = 1;
+  std::memcpy(&data[4], &one, 4);
+  Safetensors s = MustRead("unaligned.safetensors", header, data);
+  ASSERT_TRUE(s.tensors[0].tensor.ok());
+  const Tensor& x = *s.tensors[0].tensor;
+  EXPECT_EQ(GetItem(x, IntTuple::Tuple({1}))->as_double(), 1.0);
+  const absl::Status sum = Sum(x).status();
+  EXPECT_TRUE(IsValueError(sum)) << sum;
+  EXPECT_THAT(std::string(sum.message()),
+              HasSubstr("not aligned to their 4 bytes"));
 }
 
 // Scenario: write -> read -> write is byte-identical; one-level Tensors of any

@@ -170,12 +170,18 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   const int64_t span = layout.size() == 0 ? 0 : layout.max_index() - first + 1;
   uint8_t* origin = static_cast<uint8_t*>(t.data) + t.byte_offset;
   void* base = origin + first * element;
-  STRATA_ASSIGN_OR_RETURN(
-      auto carrier, ExternalCarrier::Create(
-                        *dtype, span, span > 0 ? base : origin, [managed] {
-                          if (managed->deleter != nullptr)
-                            managed->deleter(managed);
-                        }));
+  // Strata's own export of a read-only carrier comes back read-only.
+  const bool read_only =
+      managed->deleter == DeleteExport &&
+      static_cast<ExportContext*>(managed->manager_ctx)->carrier->read_only();
+  STRATA_ASSIGN_OR_RETURN(auto carrier,
+                          ExternalCarrier::Create(
+                              *dtype, span, span > 0 ? base : origin,
+                              [managed] {
+                                if (managed->deleter != nullptr)
+                                  managed->deleter(managed);
+                              },
+                              /*version=*/0, read_only));
   return Tensor::Create(std::move(carrier), -first, layout);
 }
 

@@ -22,7 +22,8 @@ namespace strata {
 // A Tensor over a read-only carrier (a "mapped" one: a file mapped PROT_READ,
 // carrier/mapped_carrier.h) exports as usual, DLPack 0.6 having no read-only
 // flag: the consumer must not write through `data` (the write would fault),
-// and a FromDLPack of the export gives a Tensor whose writes are not refused.
+// and a FromDLPack of that export (Strata's own) gives a read-only external
+// carrier whose writes are refused as the mapped carrier's are.
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
 
 // Imports a CPU tensor as a one-subtensor Tensor over an ExternalCarrier
