@@ -412,16 +412,26 @@ absl::StatusOr<Tensor> BuildPair(
   logical.push_back(n);
   scale_shape.push_back(p.groups);
   std::vector<int64_t> row_major(rank), weights(rank);
+  // The products fit unless a zero extent hides an overflow (the strides of
+  // the blocks' own row-major layout fit, the values' may not: twice as big).
   int64_t running = 1;
   for (int64_t j = rank; j-- > 0;) {
     row_major[j] = running;
-    running *= logical[j];  // At most the number of fp4 values: checked.
+    if (!CheckedMul(running, logical[j], &running)) {
+      return PairError(p.name, b, s,
+                       absl::StrCat("the logical shape ", ShapeText(logical),
+                                    " overflows int64"));
+    }
   }
   const int64_t values = running;
   running = 1;
   for (int64_t j = 0; j < rank; ++j) {
     weights[j] = running;
-    running *= scale_shape[j];
+    if (!CheckedMul(running, scale_shape[j], &running)) {
+      return PairError(p.name, b, s,
+                       absl::StrCat("the scale shape ", ShapeText(scale_shape),
+                                    " overflows int64"));
+    }
   }
   const int64_t scales = running;
   std::vector<IntTuple> shape, l0_stride, s0_stride;

@@ -289,6 +289,10 @@ TEST(ReadSafetensorsTest, InconsistentPairsAreValueErrorsForP) {
       {pair("U8", "[2,16]", 32, "U8", "[2,1]", 2), 35, "(..., G, 16)"},
       {pair("U8", "[2,16]", 30, "U8", "[2]", 2), 33, "needs 32 bytes"},
       {pair("U9", "[2,16]", 32, "U8", "[2]", 2), 35, "unknown dtype \"U9\""},
+      // The blocks' strides fit; the values' (twice as many) do not.
+      {pair("U8", "[0,288230376151711744,1,16]", 0, "U8",
+            "[0,288230376151711744,1]", 0),
+       1, "the logical shape (0,288230376151711744,32) overflows int64"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.header);
