@@ -1,13 +1,15 @@
 // Strata's public API in one header: dtypes (and the
 // RepresentationValidationContext protocol of representation rules), carriers,
 // layouts and their algebra, Tensor, the views, the operations (quantization,
-// DLPack and autograd included) and the text codec. Multi-subtensor
-// construction (core/representation.h) is not part of it.
+// DLPack and autograd included), the text codec and safetensors checkpoints.
+// Multi-subtensor construction (core/representation.h) is not part of it.
 #ifndef STRATA_STRATA_H_
 #define STRATA_STRATA_H_
 
 #include "carrier/carrier.h"            // IWYU pragma: export
 #include "carrier/carrier_registry.h"   // IWYU pragma: export
+#include "carrier/mapped_carrier.h"     // IWYU pragma: export
+#include "checkpoint/safetensors.h"     // IWYU pragma: export
 #include "core/errors.h"                // IWYU pragma: export
 #include "core/mutation_snapshot.h"     // IWYU pragma: export
 #include "core/status_macros.h"         // IWYU pragma: export

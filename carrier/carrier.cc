@@ -117,6 +117,11 @@ int64_t HostCarrier::created() {
   return host_carriers_created.load(std::memory_order_relaxed);
 }
 
+std::string Carrier::Describe() const {
+  return absl::StrCat(class_name(), " carrier of ", size_, " ", dtype_->name(),
+                      " values");
+}
+
 void Carrier::FreeStorageOnce() {
   if (!storage_freed_.exchange(true, std::memory_order_acq_rel)) {
     ReleaseStorage();
@@ -227,7 +232,7 @@ void HostCarrier::ReleaseStorage() {
 
 absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
     const DType& descriptor, int64_t size, void* data, Deleter deleter,
-    uint64_t version) {
+    uint64_t version, bool read_only) {
   const DType* dtype = &descriptor;
   auto simple = RequireSimple(dtype, size, "external");
   if (!simple.ok()) return simple.status();
@@ -235,8 +240,8 @@ absl::StatusOr<std::shared_ptr<ExternalCarrier>> ExternalCarrier::Create(
     return ValueErrorCat("an external carrier of ", size, " ", dtype->name(),
                          " values needs a data pointer");
   }
-  return std::shared_ptr<ExternalCarrier>(
-      new ExternalCarrier(dtype, size, version, data, std::move(deleter)));
+  return std::shared_ptr<ExternalCarrier>(new ExternalCarrier(
+      dtype, size, version, data, std::move(deleter), read_only));
 }
 
 ExternalCarrier::~ExternalCarrier() { Release(); }

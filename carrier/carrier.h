@@ -38,10 +38,20 @@ class Carrier {
   // Mutation version: starts at the creation version (0 unless replayed) and is
   // bumped by every mutation through Strata. Atomic: readable from any thread.
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
-  // Records one mutation. Returns the new version.
+  // Records one mutation. Returns the new version. A read-only carrier is
+  // never mutated: its version stays, and the call returns it unchanged.
   uint64_t BumpVersion() {
+    if (read_only_) return version();
     return version_.fetch_add(1, std::memory_order_acq_rel) + 1;
   }
+
+  // NOTE [ Read-only carriers ]
+  // A read-only carrier (a MappedCarrier: a file mapped PROT_READ) can be read
+  // and viewed like any other, but never written: mutable_data() is nullptr,
+  // its version never changes, and every operation that would write through
+  // it fails with a ValueError naming the carrier before any effect (the one
+  // check is ops_internal::RequireMutableCarrier in ops/internal/checks.h).
+  bool read_only() const { return read_only_; }
 
   // Frees the storage now (idempotent; the first call frees), or, while the
   // storage is pinned, when the last pin is dropped. Data access through the
@@ -63,16 +73,22 @@ class Carrier {
   virtual absl::string_view class_name() const = 0;
   // The exact dynamic class, for the one-carrier-class rule.
   std::type_index type() const { return typeid(*this); }
+  // The carrier in words, for error messages: "host carrier of 32 float32
+  // values"; a class may add where its values live.
+  virtual std::string Describe() const;
 
   // Host-addressable bytes of the values (NOTE [ Sub-byte storage ] in
   // dtype/packing.h), or nullptr when the class holds no data or the carrier
-  // was released.
+  // was released; mutable_data() is also nullptr for a read-only carrier.
   const void* data() const { return released() ? nullptr : raw_data(); }
-  void* mutable_data() { return released() ? nullptr : raw_data(); }
+  void* mutable_data() {
+    return released() || read_only_ ? nullptr : raw_data();
+  }
 
  protected:
-  Carrier(const DType* dtype, int64_t size, uint64_t version)
-      : dtype_(dtype), size_(size), version_(version) {}
+  Carrier(const DType* dtype, int64_t size, uint64_t version,
+          bool read_only = false)
+      : dtype_(dtype), size_(size), version_(version), read_only_(read_only) {}
   // Frees the class's storage; called exactly once, by the first Release().
   virtual void ReleaseStorage() {}
   virtual void* raw_data() const { return nullptr; }
@@ -81,6 +97,7 @@ class Carrier {
   const DType* dtype_;
   int64_t size_;
   std::atomic<uint64_t> version_;
+  const bool read_only_;
   std::atomic<bool> released_{false};
   std::atomic<int64_t> pins_{0};
   std::atomic<bool> storage_freed_{false};
@@ -139,18 +156,20 @@ class ExternalCarrier final : public Carrier {
   using Deleter = std::function<void()>;
   // Errors (ValueError): a non-simple dtype, negative size, null data
   // with a positive size. On failure the deleter does not run: the caller still
-  // owns the memory.
+  // owns the memory. A read_only carrier refuses every write through Strata
+  // (NOTE [ Read-only carriers ]), e.g. memory a DLPack producer exported
+  // read-only.
   static absl::StatusOr<std::shared_ptr<ExternalCarrier>> Create(
       const DType& dtype, int64_t size, void* data, Deleter deleter,
-      uint64_t version = 0);
+      uint64_t version = 0, bool read_only = false);
 
   ~ExternalCarrier() override;
   absl::string_view class_name() const override { return "external"; }
 
  private:
   ExternalCarrier(const DType* dtype, int64_t size, uint64_t version,
-                  void* data, Deleter deleter)
-      : Carrier(dtype, size, version),
+                  void* data, Deleter deleter, bool read_only)
+      : Carrier(dtype, size, version, read_only),
         data_(data),
         deleter_(std::move(deleter)) {}
   void ReleaseStorage() override;

@@ -60,6 +60,16 @@ CarrierClassRegistry::CarrierClassRegistry() : state_(new State) {
          return std::shared_ptr<Carrier>(
              RecordedCarrier::Create(dtype, size, version));
        }});
+  state_->classes.push_back(
+      {"mapped", typeid(MappedCarrier), nullptr,
+       [](const SimpleDType& dtype, int64_t size, uint64_t version,
+          const std::string& file,
+          int64_t file_offset) -> absl::StatusOr<std::shared_ptr<Carrier>> {
+         STRATA_ASSIGN_OR_RETURN(
+             auto carrier,
+             MappedCarrier::Open(dtype, size, file, file_offset, version));
+         return std::shared_ptr<Carrier>(std::move(carrier));
+       }});
 }
 
 CarrierClassRegistry& CarrierClassRegistry::Global() {

@@ -1,5 +1,5 @@
-// Carrier classes by name ("host", "external", "recorded"), for dump and
-// replay.
+// Carrier classes by name ("host", "external", "recorded", "mapped"), for dump
+// and replay.
 #ifndef STRATA_CARRIER_CARRIER_REGISTRY_H_
 #define STRATA_CARRIER_CARRIER_REGISTRY_H_
 
@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
 #include "dtype/dtype.h"
 
 namespace strata {
@@ -26,14 +27,21 @@ struct CarrierClass {
       const SimpleDType& dtype, int64_t size, uint64_t version,
       absl::string_view data)>;
 
+  // Builds a carrier of this class over `size` values at byte `file_offset`
+  // of the file `file` (the "mapped" class: replay maps the file again).
+  using FileFactory = std::function<absl::StatusOr<std::shared_ptr<Carrier>>(
+      const SimpleDType& dtype, int64_t size, uint64_t version,
+      const std::string& file, int64_t file_offset)>;
+
   std::string name;
   std::type_index type;
   Factory factory;  // Null for classes that cannot be rebuilt with data.
+  FileFactory file_factory = nullptr;  // Null for classes not over a file.
 };
 
 class CarrierClassRegistry {
  public:
-  // The process-wide registry, holding host, external and recorded.
+  // The process-wide registry, holding host, external, recorded and mapped.
   // Thread-safe.
   static CarrierClassRegistry& Global();
 

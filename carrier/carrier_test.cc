@@ -189,8 +189,8 @@ TEST(RecordedCarrierTest, HoldsMetadataOnlyAndMayBeInvalid) {
 
 TEST(CarrierRegistryTest, BuiltInClassesRebuildCarriers) {
   auto& registry = CarrierClassRegistry::Global();
-  EXPECT_EQ(registry.Names(),
-            (std::vector<std::string>{"host", "external", "recorded"}));
+  EXPECT_EQ(registry.Names(), (std::vector<std::string>{"host", "external",
+                                                        "recorded", "mapped"}));
   const std::string data("\x01\x02\x03\x04", 4);
   for (const char* name : {"host", "external"}) {
     auto cls = registry.Lookup(name);
@@ -203,6 +203,113 @@ TEST(CarrierRegistryTest, BuiltInClassesRebuildCarriers) {
   }
   EXPECT_TRUE(IsTypeError(registry.Lookup("gpu").status()));
   EXPECT_TRUE(IsValueError(registry.Register({"host", typeid(int), nullptr})));
+}
+
+std::string WriteTempFile(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// A region at an offset that is not page-aligned, carriers sharing it, and the
+// mapping kept alive by the last carrier.
+TEST(MappedCarrierTest, ReadOnlyRegionSharedByItsCarriers) {
+  const long page = sysconf(_SC_PAGESIZE);
+  std::string bytes(page + 100, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+  const std::string path = WriteTempFile("mapped.bin", bytes);
+  auto region = MappedRegion::Map(path, page - 3, 40);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_EQ((*region)->length(), 40);
+  EXPECT_EQ(std::memcmp((*region)->data(), bytes.data() + page - 3, 40), 0);
+  auto a = MappedCarrier::Create(*dtypes::UInt8(), 8, *region, 0, 5);
+  auto b = MappedCarrier::Create(*dtypes::Float4E2M1FN(), 9, *region, 10);
+  ASSERT_TRUE(a.ok() && b.ok());
+  region = absl::InternalError("dropped");  // The carriers keep the mapping.
+  EXPECT_EQ((*a)->class_name(), "mapped");
+  EXPECT_EQ((*a)->version(), 5u);
+  EXPECT_EQ((*a)->file(), path);
+  EXPECT_EQ((*a)->file_offset(), page - 3);
+  EXPECT_EQ((*b)->file_offset(), page + 7);
+  EXPECT_EQ((*b)->size_in_bytes(), 5);
+  EXPECT_TRUE((*a)->read_only());
+  EXPECT_EQ((*a)->mutable_data(), nullptr);
+  EXPECT_EQ((*a)->BumpVersion(), 5u);
+  EXPECT_EQ((*a)->version(), 5u);
+  EXPECT_EQ(std::memcmp((*b)->data(), bytes.data() + page + 7, 5), 0);
+  EXPECT_EQ((*b)->Describe(),
+            "mapped carrier of 9 float4_e2m1fn values at bytes [" +
+                std::to_string(page + 7) + ", " + std::to_string(page + 12) +
+                ") of \"" + path + "\"");
+  a->reset();
+  EXPECT_EQ(std::memcmp((*b)->data(), bytes.data() + page + 7, 5), 0);
+  (*b)->Release();
+  EXPECT_EQ((*b)->data(), nullptr);
+}
+
+TEST(MappedCarrierTest, ZeroLengthRegionsAndCarriers) {
+  const std::string path = WriteTempFile("empty.bin", "");
+  auto region = MappedRegion::Map(path, 0, 0);
+  ASSERT_TRUE(region.ok()) << region.status();
+  EXPECT_NE((*region)->data(), nullptr);
+  auto c = MappedCarrier::Create(*dtypes::Float32(), 0, *region, 0);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_NE((*c)->data(), nullptr);
+  auto opened = MappedCarrier::Open(*dtypes::Float32(), 0, path, 0);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+}
+
+// Files shorter than the region, missing files and directories are clean
+// ValueErrors naming the file (checked with fstat before mapping: no SIGBUS).
+TEST(MappedCarrierTest, BadFilesAndRegionsAreValueErrors) {
+  const std::string path = WriteTempFile("short.bin", std::string(10, 'x'));
+  auto short_file = MappedCarrier::Open(*dtypes::Float32(), 3, path, 0);
+  EXPECT_TRUE(IsValueError(short_file.status()));
+  EXPECT_NE(
+      short_file.status().message().find("holds 10 bytes, shorter than the 12"),
+      absl::string_view::npos)
+      << short_file.status();
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Open(*dtypes::UInt8(), 1, path, 10).status()));
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Open(*dtypes::UInt8(), 1, path, -1).status()));
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Open(*dtypes::Float64(), INT64_MAX / 4, path, 0)
+          .status()));
+  EXPECT_TRUE(
+      IsValueError(MappedCarrier::Open(*dtypes::MXFP4(), 1, path, 0).status()));
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Open(*dtypes::UInt8(), -1, path, 0).status()));
+  auto missing = MappedCarrier::Open(*dtypes::UInt8(), 1, path + ".none", 0);
+  EXPECT_TRUE(IsValueError(missing.status()));
+  EXPECT_NE(missing.status().message().find("cannot open"),
+            absl::string_view::npos);
+  auto directory =
+      MappedCarrier::Open(*dtypes::UInt8(), 1, ::testing::TempDir(), 0);
+  EXPECT_NE(directory.status().message().find("is not a regular file"),
+            absl::string_view::npos);
+  auto region = MappedRegion::Map(path, 2, 4);
+  ASSERT_TRUE(region.ok());
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Create(*dtypes::UInt8(), 5, *region, 0).status()));
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Create(*dtypes::UInt8(), 1, *region, 4).status()));
+  EXPECT_TRUE(IsValueError(
+      MappedCarrier::Create(*dtypes::UInt8(), 1, nullptr, 0).status()));
+  EXPECT_TRUE(IsValueError(MappedRegion::Map(path, INT64_MAX, 2).status()));
+}
+
+TEST(CarrierRegistryTest, MappedClassRebuildsFromAFile) {
+  const std::string path = WriteTempFile("registry.bin", "abcdefgh");
+  auto cls = CarrierClassRegistry::Global().Lookup("mapped");
+  ASSERT_TRUE(cls.ok());
+  EXPECT_EQ(cls->factory, nullptr);
+  ASSERT_NE(cls->file_factory, nullptr);
+  auto c = cls->file_factory(*dtypes::UInt8(), 3, 2, path, 4);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ((*c)->class_name(), "mapped");
+  EXPECT_EQ((*c)->version(), 2u);
+  EXPECT_EQ(std::string(static_cast<const char*>((*c)->data()), 3), "efg");
 }
 
 }  // namespace

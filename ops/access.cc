@@ -74,6 +74,7 @@ absl::StatusOr<Scalar> GetItem(const Tensor& t, const IntTuple& coord) {
 
 absl::Status SetItem(const Tensor& t, const IntTuple& coord, Scalar value) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(t, "SetItem"));
+  STRATA_RETURN_IF_ERROR(ops_internal::RequireMutableCarrier(t, "SetItem"));
   STRATA_RETURN_IF_ERROR(RequireHostData(t, "SetItem"));
   STRATA_ASSIGN_OR_RETURN(const int64_t index,
                           CoordinateIndex(t, coord, "SetItem"));

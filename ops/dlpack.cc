@@ -117,7 +117,9 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   }
   context->carrier = tensor.carrier();
   DLTensor& t = context->managed.dl_tensor;
-  t.data = static_cast<uint8_t*>(tensor.carrier()->mutable_data()) +
+  // A read-only (mapped) carrier exports its address too: the consumer must
+  // not write through it (NOTE [ Read-only carriers ] in carrier/carrier.h).
+  t.data = static_cast<uint8_t*>(const_cast<void*>(tensor.carrier()->data())) +
            tensor.offset() * (d.bits() / 8);
   t.device = {kDLCPU, 0};
   t.ndim = static_cast<int32_t>(context->shape.size());
@@ -168,12 +170,18 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   const int64_t span = layout.size() == 0 ? 0 : layout.max_index() - first + 1;
   uint8_t* origin = static_cast<uint8_t*>(t.data) + t.byte_offset;
   void* base = origin + first * element;
-  STRATA_ASSIGN_OR_RETURN(
-      auto carrier, ExternalCarrier::Create(
-                        *dtype, span, span > 0 ? base : origin, [managed] {
-                          if (managed->deleter != nullptr)
-                            managed->deleter(managed);
-                        }));
+  // Strata's own export of a read-only carrier comes back read-only.
+  const bool read_only =
+      managed->deleter == DeleteExport &&
+      static_cast<ExportContext*>(managed->manager_ctx)->carrier->read_only();
+  STRATA_ASSIGN_OR_RETURN(auto carrier,
+                          ExternalCarrier::Create(
+                              *dtype, span, span > 0 ? base : origin,
+                              [managed] {
+                                if (managed->deleter != nullptr)
+                                  managed->deleter(managed);
+                              },
+                              /*version=*/0, read_only));
   return Tensor::Create(std::move(carrier), -first, layout);
 }
 

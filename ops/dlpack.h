@@ -18,6 +18,12 @@ namespace strata {
 // mode that does not coalesce to one extent and stride, sub-byte or DLPack-less
 // dtypes (float8_*, float4_*), or a carrier without host data (e.g. "recorded",
 // or released).
+//
+// A Tensor over a read-only carrier (a "mapped" one: a file mapped PROT_READ,
+// carrier/mapped_carrier.h) exports as usual, DLPack 0.6 having no read-only
+// flag: the consumer must not write through `data` (the write would fault),
+// and a FromDLPack of that export (Strata's own) gives a read-only external
+// carrier whose writes are refused as the mapped carrier's are.
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
 
 // Imports a CPU tensor as a one-subtensor Tensor over an ExternalCarrier

@@ -13,6 +13,7 @@
 #include "absl/types/span.h"
 #include "carrier/carrier.h"
 #include "carrier/carrier_registry.h"
+#include "carrier/mapped_carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -54,6 +55,18 @@ absl::Status CheckCarrier(const proto::CarrierProto& c) {
   STRATA_ASSIGN_OR_RETURN(const DType* dtype, LookupDType(c.dtype(), where));
   if (!CarrierClassRegistry::Global().Lookup(c.carrier_class()).ok()) {
     return absl::OkStatus();  // Not a Carrier: reported by the subtensor.
+  }
+  const bool mapped = c.carrier_class() == "mapped";
+  if (!mapped && (!c.file().empty() || c.file_offset() != 0)) {
+    return ValueErrorCat(where, ": ", Article(c.carrier_class()), " ",
+                         c.carrier_class(),
+                         " carrier has no file; file and file_offset are for "
+                         "\"mapped\" carriers");
+  }
+  if (mapped && !c.data().empty()) {
+    return ValueErrorCat(where,
+                         ": a mapped carrier never holds data; its "
+                         "values are bytes of its file");
   }
   const SimpleDType* simple = dtype->AsSimple();
   if (c.carrier_class() == "recorded" || simple == nullptr || c.size() < 0) {
@@ -104,6 +117,12 @@ absl::StatusOr<std::shared_ptr<Carrier>> BuildCarrier(
   if (c.carrier_class() == "recorded" || simple == nullptr || c.size() < 0) {
     return std::shared_ptr<Carrier>(
         RecordedCarrier::Create(*dtype, c.size(), c.version()));
+  }
+  if (carrier_class->file_factory) {
+    auto carrier = carrier_class->file_factory(*simple, c.size(), c.version(),
+                                               c.file(), c.file_offset());
+    if (!carrier.ok()) return WithContext(carrier.status(), where);
+    return *std::move(carrier);
   }
   if (!carrier_class->factory) return std::shared_ptr<Carrier>();
   auto carrier =
@@ -160,6 +179,17 @@ proto::RepresentationProto ToProto(const Representation& representation,
       c->set_dtype(s.carrier->dtype().name());
       c->set_size(s.carrier->size());
       c->set_version(s.carrier->version());
+      // NOTE [ Dumps of mapped carriers ]: without data a mapped carrier
+      // names its file and offset; with data it is a host carrier holding a
+      // copy of the bytes (a mapped carrier never holds data).
+      if (const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get())) {
+        if (options.include_data && m->data() != nullptr) {
+          c->set_carrier_class("host");
+        } else {
+          c->set_file(m->file());
+          c->set_file_offset(m->file_offset());
+        }
+      }
       const SimpleDType* simple = s.carrier->dtype().AsSimple();
       if (options.include_data && simple != nullptr &&
           s.carrier->data() != nullptr) {

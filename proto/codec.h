@@ -15,6 +15,13 @@
 //   data whose length is not size x storage bits   ValueError
 //   host/external carrier of a non-simple dtype    built as "recorded", so
 //     or of a negative size                        validation reports it
+//   mapped carrier holding data                    ValueError
+//   file/file_offset on a carrier not "mapped"     ValueError
+//   mapped carrier of a non-simple dtype or a      built as "recorded"
+//     negative size
+//   mapped carrier whose file is missing,          ValueError naming the
+//     unreadable, not a regular file, or shorter   carrier and the file
+//     than file_offset + its bytes
 //   host/external carrier that cannot be           ResourceExhaustedError
 //     allocated: its bytes overflow int64, exceed  naming the carrier and
 //     HostCarrier::kMaxHostBytes (2^46), or the    the bytes
@@ -61,8 +68,11 @@ struct DumpOptions {
 std::string CarrierId(int64_t index);
 
 // Carriers are listed once each in first-use order with ids CarrierId(i);
-// layouts in canonical notation. Deterministic: dump -> replay -> dump gives
-// identical text.
+// layouts in canonical notation. A mapped carrier (carrier/mapped_carrier.h)
+// is dumped with its file (as it was given) and file_offset and no data; with
+// include_data it is dumped as a "host" carrier holding a copy of its bytes
+// (NOTE [ Dumps of mapped carriers ] in codec.cc). Deterministic: dump ->
+// replay -> dump gives identical text.
 proto::RepresentationProto ToProto(const Representation& representation,
                                    const DumpOptions& options = {});
 proto::RepresentationProto ToProto(const Tensor& tensor,
@@ -82,6 +92,10 @@ struct Replayed {
 //      dtype, or data that a carrier cannot hold or whose length is not size x
 //      bits; ResourceExhaustedError for a host/external carrier whose bytes
 //      overflow or exceed HostCarrier::kMaxHostBytes.
+//      A "mapped" carrier is built (its file mapped again; a relative path
+//      resolves against the working directory) with the subtensor that first
+//      names it: ValueError naming the carrier and the file when the file is
+//      missing, unreadable or shorter than file_offset + its bytes.
 //   3. Per subtensor, in level order: ValueError for an unknown storage dtype;
 //      ResourceExhaustedError when its carrier cannot be allocated (naming the
 //      carrier and the bytes).

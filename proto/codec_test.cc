@@ -11,10 +11,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
+#include "layout/layout.h"
 #include "layout/random_layouts.h"
 #include "proto/examples.h"
 
@@ -45,6 +47,107 @@ std::string Replace(std::string text, const std::string& from,
   const size_t at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;
   return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+std::string WriteTemp(const std::string& name, const std::string& bytes) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::ofstream(path, std::ios::binary) << bytes;
+  return path;
+}
+
+// A mapped Tensor dumps with its file and file_offset and no data; replay maps
+// the file again; dump -> replay -> dump is stable. With data it is a host
+// carrier holding a copy.
+TEST(CodecTest, MappedCarriersDumpTheirFileAndReplayByMappingIt) {
+  const std::string path = WriteTemp("codec_mapped.bin", "0123456789abcdef");
+  auto carrier = MappedCarrier::Open(*dtypes::UInt8(), 8, path, 5);
+  ASSERT_TRUE(carrier.ok()) << carrier.status();
+  auto tensor =
+      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat({2, 4})));
+  ASSERT_TRUE(tensor.ok());
+  const proto::RepresentationProto dumped = ToProto(*tensor);
+  ASSERT_EQ(dumped.carriers_size(), 1);
+  EXPECT_EQ(dumped.carriers(0).carrier_class(), "mapped");
+  EXPECT_EQ(dumped.carriers(0).file(), path);
+  EXPECT_EQ(dumped.carriers(0).file_offset(), 5);
+  EXPECT_TRUE(dumped.carriers(0).data().empty());
+  const std::string text = ToText(dumped);
+  EXPECT_NE(text.find("file: \"" + path + "\"\n  file_offset: 5"),
+            std::string::npos)
+      << text;
+  auto replayed = Replay(Text(text));
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ(replayed->carrier()->class_name(), "mapped");
+  EXPECT_NE(replayed->carrier(), tensor->carrier());
+  EXPECT_EQ(
+      std::string(static_cast<const char*>(replayed->carrier()->data()), 8),
+      "56789abc");
+  EXPECT_EQ(ToText(ToProto(*replayed)), text);
+  const proto::RepresentationProto with_data = ToProto(*tensor, {true});
+  EXPECT_EQ(with_data.carriers(0).carrier_class(), "host");
+  EXPECT_EQ(with_data.carriers(0).data(), "56789abc");
+  EXPECT_TRUE(with_data.carriers(0).file().empty());
+  auto copy = Replay(with_data);
+  ASSERT_TRUE(copy.ok()) << copy.status();
+  EXPECT_EQ(copy->carrier()->class_name(), "host");
+}
+
+// The contract's rules for "mapped" carriers of a text.
+TEST(CodecTest, MappedCarrierTextFaults) {
+  const std::string path = WriteTemp("codec_short.bin", "0123456789");
+  const std::string good = absl::StrCat(R"txt(
+    logical_dtype: "uint8"
+    carriers { id: "m" carrier_class: "mapped" dtype: "uint8" size: 8 file: ")txt",
+                                        path, R"txt(" file_offset: 2 }
+    subtensors { storage_dtype: "uint8" carrier: "m" placement: "8:1" }
+  )txt");
+  EXPECT_TRUE(Replay(Text(good)).ok());
+  const absl::Status short_file =
+      ReplayStatus(Replace(good, "file_offset: 2", "file_offset: 3"));
+  EXPECT_TRUE(IsValueError(short_file)) << short_file;
+  EXPECT_NE(short_file.message().find("carrier \"m\""),
+            absl::string_view::npos);
+  EXPECT_NE(short_file.message().find(path + "\" holds 10 bytes, shorter than "
+                                             "the 11"),
+            absl::string_view::npos)
+      << short_file;
+  const absl::Status missing =
+      ReplayStatus(Replace(good, "codec_short.bin", "codec_none.bin"));
+  EXPECT_TRUE(IsValueError(missing)) << missing;
+  EXPECT_NE(missing.message().find("carrier \"m\""), absl::string_view::npos);
+  EXPECT_NE(missing.message().find("codec_none.bin"), absl::string_view::npos);
+  const absl::Status no_file = ReplayStatus(
+      Replace(good, absl::StrCat("file: \"", path, "\""), "file: \"\""));
+  EXPECT_TRUE(IsValueError(no_file)) << no_file;
+  const absl::Status negative_offset =
+      ReplayStatus(Replace(good, "file_offset: 2", "file_offset: -2"));
+  EXPECT_TRUE(IsValueError(negative_offset)) << negative_offset;
+  const absl::Status data = ReplayStatus(
+      Replace(good, "file_offset: 2", "file_offset: 2 data: \"abcdefgh\""));
+  EXPECT_TRUE(IsValueError(data));
+  EXPECT_NE(data.message().find("a mapped carrier never holds data"),
+            absl::string_view::npos);
+  // A file on a host carrier is meaningless.
+  EXPECT_TRUE(
+      IsValueError(ReplayStatus(Replace(good, "\"mapped\"", "\"host\""))));
+  // A non-simple dtype or a negative size: built as "recorded", so universal
+  // validation reports it (the file is not opened).
+  const absl::Status negative =
+      ReplayStatus(Replace(Replace(good, "size: 8", "size: -8"),
+                           "codec_short.bin", "codec_none.bin"));
+  EXPECT_TRUE(IsValueError(negative)) << negative;
+  EXPECT_NE(negative.message().find("negative"), absl::string_view::npos)
+      << negative;
+  const absl::Status compound = ReplayStatus(
+      Replace(good, "dtype: \"uint8\" size", "dtype: \"mxfp4\" size"));
+  EXPECT_TRUE(IsValueError(compound)) << compound;
+  EXPECT_NE(compound.message().find("mxfp4"), absl::string_view::npos);
+  // Unused mapped carriers are never opened.
+  EXPECT_TRUE(
+      Replay(Text(absl::StrCat(
+                 good, R"txt(carriers { id: "u" carrier_class: "mapped" )txt",
+                 R"txt(dtype: "uint8" size: 9 file: "/nonexistent" })txt")))
+          .ok());
 }
 
 TEST(CodecTest, ExamplesRoundTripByteForByte) {

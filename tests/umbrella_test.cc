@@ -21,4 +21,20 @@ TEST(UmbrellaTest, TheReadmeExampleWorks) {
   EXPECT_FALSE(strata::ToText(strata::ToProto(*tensor)).empty());
 }
 
+// A checkpoint written and read back through the umbrella: the Tensor is
+// over a read-only mapped carrier.
+TEST(UmbrellaTest, CheckpointsRoundTrip) {
+  auto tensor = strata::Zeros(*strata::dtypes::Float32(), {4, 8});
+  ASSERT_TRUE(tensor.ok());
+  const std::string path = ::testing::TempDir() + "/umbrella.safetensors";
+  ASSERT_TRUE(strata::WriteSafetensors(path, {{"w", *tensor}}).ok());
+  auto read = strata::ReadSafetensors(path);
+  ASSERT_TRUE(read.ok()) << strata::FormatError(read.status());
+  ASSERT_EQ(read->tensors.size(), 1u);
+  ASSERT_TRUE(read->tensors[0].tensor.ok());
+  EXPECT_EQ(read->tensors[0].tensor->carrier()->class_name(), "mapped");
+  EXPECT_TRUE(strata::IsValueError(
+      strata::Fill(*read->tensors[0].tensor, strata::Scalar::Float(1))));
+}
+
 }  // namespace

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-dev
-  libprotobuf-dev protobuf-compiler libdlpack-dev libhwy-dev)
+  libprotobuf-dev protobuf-compiler libdlpack-dev libhwy-dev nlohmann-json3-dev)
 
 source tools/install.sh
 install_missing() { install_packages "${packages[@]}"; }

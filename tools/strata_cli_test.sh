@@ -265,5 +265,90 @@ as_strided (4,8):(8,1) 99999999999999999999
 as_strided 1:1 9223372036854775807
 ARGS
 
+# strata import: safetensors files written by make_safetensors (tools/make_safetensors.cc).
+make_safetensors="${TEST_SRCDIR}/${TEST_WORKSPACE}/tools/make_safetensors"
+st="$TEST_TMPDIR/safetensors"
+mkdir -p "$st"
+"$make_safetensors" "$st" || fail "make_safetensors"
+cd "$st"
+out=$("$strata" import moe.safetensors); status=$?
+expected='embed: OK dtype=float32 levels=1 shape=(2,3) snapshot=[c0@0]
+experts.down: OK dtype=mxfp4 levels=2 shape=(4,2,64) snapshot=[c0@0,c1@0]
+norm: OK dtype=bfloat16 levels=1 shape=(8) snapshot=[c0@0]'
+[ "$status" = 0 ] || fail "import moe exit $status, want 0"
+[ "$out" = "$expected" ] || fail "import moe output: $out"
+out=$("$strata" import hf_pair.safetensors); status=$?
+expected='gate_up_proj: OK dtype=mxfp4 levels=2 shape=(2,32) snapshot=[c0@0,c1@0]
+router.blocks: OK dtype=uint8 levels=1 shape=(1,16) snapshot=[c0@0]
+codes: OK dtype=float4_e2m1fn levels=1 shape=(5) snapshot=[c0@0]
+scalar: OK dtype=int64 levels=1 shape=() snapshot=[c0@0]
+empty: OK dtype=float16 levels=1 shape=(0,7) snapshot=[c0@0]'
+[ "$status" = 0 ] || fail "import hf_pair exit $status, want 0"
+[ "$out" = "$expected" ] || fail "import hf_pair output: $out"
+out=$("$strata" import - < moe.safetensors); status=$?
+[ "$status" = 0 ] && [ "$(echo "$out" | wc -l)" = 3 ] || fail "import from standard input: $status $out"
+out=$("$strata" import bad_tensors.safetensors); status=$?
+[ "$status" = 1 ] || fail "import bad_tensors exit $status, want 1"
+[ "$(echo "$out" | wc -l)" = 6 ] || fail "one line per tensor: $out"
+echo "$out" | grep -qx 'good: OK dtype=uint8 levels=1 shape=(2) snapshot=\[c0@0\]' || fail "good tensor: $out"
+echo "$out" | grep -q '^u16: ValueError: ReadSafetensors: tensor "u16": unknown dtype "U16"' || fail "u16: $out"
+echo "$out" | grep -q '^short: ValueError: .*shape (2) of F32 needs 8 bytes; data_offsets \[4, 8\] hold 4$' || fail "short: $out"
+echo "$out" | grep -q '^negative: ValueError: .*negative$' || fail "negative: $out"
+echo "$out" | grep -q '^overflow: ValueError: .*more values than int64 holds$' || fail "overflow: $out"
+echo "$out" | grep -q '^pair: ValueError: ReadSafetensors: MXFP4 pair "pair" ' || fail "pair: $out"
+for f in truncated lying_length cut_data overlap out_of_range hole not_json not_object duplicate_key; do
+  out=$("$strata" import "$f.safetensors" 2>/dev/null); status=$?
+  [ "$status" = 2 ] || fail "import $f exit $status, want 2"
+  [ "$(echo "$out" | wc -l)" = 1 ] || fail "import $f: one line: $out"
+  echo "$out" | grep -q "^$f.safetensors: ValueError: ReadSafetensors: not a safetensors file: " ||
+    fail "import $f line: $out"
+done
+"$strata" import "$st/missing.safetensors" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "import missing file exit $status, want 2"
+"$strata" import "$st" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "import a directory exit $status, want 2"
+# --dump: mapped carriers naming the file as given; replayable; views of it.
+"$strata" import moe.safetensors --dump experts.down > moe_down.textproto; status=$?
+[ "$status" = 0 ] || fail "import --dump exit $status"
+grep -q 'carrier_class: "mapped"' moe_down.textproto || fail "dump carriers: $(cat moe_down.textproto)"
+grep -q 'file: "moe.safetensors"' moe_down.textproto || fail "dump file: $(cat moe_down.textproto)"
+grep -q 'file_offset: 343' moe_down.textproto || fail "dump file_offset: $(cat moe_down.textproto)"
+grep -q 'data:' moe_down.textproto && fail "a mapped dump holds no data"
+grep -q 'adjacent_layouts: "(4,2,(32,2)):(1,4,(0,8))"' moe_down.textproto || fail "dump S_0: $(cat moe_down.textproto)"
+out=$("$strata" validate moe_down.textproto); status=$?
+[ "$status" = 0 ] || fail "validate the dump exit $status"
+[ "$out" = 'moe_down.textproto: OK dtype=mxfp4 levels=2 shape=(4,2,64) snapshot=[c0@0,c1@0]' ] || fail "validate dump: $out"
+out=$("$strata" view moe_down.textproto slice 0 1 2 1); status=$?
+[ "$status" = 0 ] || fail "view of the dump exit $status: $out"
+echo "$out" | grep -q 'placement: "(1,2,(32,2)):(0,64,(1,32))"' || fail "expert view: $out"
+cp moe_down.textproto ../moe_down.textproto
+out=$(cd .. && "$strata" validate moe_down.textproto); status=$?
+[ "$status" = 1 ] || fail "replay without the file exit $status, want 1"
+echo "$out" | grep -q '^moe_down.textproto: ValueError: carrier "c0": .*moe.safetensors' || fail "missing file line: $out"
+head -c 300 moe.safetensors > short.safetensors
+sed 's/moe.safetensors/short.safetensors/' moe_down.textproto > short.textproto
+out=$("$strata" validate short.textproto); status=$?
+[ "$status" = 1 ] || fail "replay of a short file exit $status, want 1"
+echo "$out" | grep -q 'ValueError: carrier "c0": MappedRegion: "short.safetensors" holds 300 bytes, shorter than the 599' ||
+  fail "short file line: $out"
+sed 's/file_offset: 343/file_offset: 343 data: "x"/' moe_down.textproto > data.textproto
+out=$("$strata" validate data.textproto); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q 'ValueError: carrier "c0": a mapped carrier never holds data' ||
+  fail "mapped with data: $status $out"
+out=$("$strata" import moe.safetensors --dump embed --data); status=$?
+[ "$status" = 0 ] || fail "import --dump --data exit $status"
+echo "$out" | grep -q 'carrier_class: "host"' && echo "$out" | grep -q 'data: ' || fail "dump --data: $out"
+echo "$out" | "$strata" validate - >/dev/null || fail "the --data dump replays"
+out=$("$strata" import moe.safetensors --dump nothing); status=$?
+[ "$status" = 1 ] || fail "--dump of an unknown name exit $status, want 1"
+[ "$out" = 'nothing: ValueError: strata import: moe.safetensors holds no tensor named "nothing"' ] || fail "unknown name: $out"
+out=$("$strata" import bad_tensors.safetensors --dump u16); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q '^u16: ValueError: ' || fail "--dump of a refused tensor: $status $out"
+"$strata" import truncated.safetensors --dump a >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "--dump of a non-safetensors file exit $status, want 2"
+"$strata" import moe.safetensors --data >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "import usage exit $status, want 2"
+cd - >/dev/null
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

@@ -11,6 +11,7 @@
 //   strata layout --show LAYOUT  a rank-1 or rank-2 layout drawn as a table
 //   strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout row_major|swizzled_128x4] --input FILE
 //                                quantize float32 values, print the Tensor
+//   strata import FILE           a safetensors file's tensors (import_command.h)
 // clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
@@ -50,6 +51,7 @@
 #include "ops/quantize.h"
 #include "proto/codec.h"
 #include "proto/examples.h"
+#include "tools/import_command.h"
 #include "views/views.h"
 
 namespace strata {
@@ -69,7 +71,8 @@ constexpr char kUsage[] =
     "  strata layout --show LAYOUT\n"
     "  strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout row_major|swizzled_128x4]\n"
     "                  --input FILE   (FORMAT mxfp8_e4m3 | mxfp4 | nvfp4; FILE '-' reads\n"
-    "                                 standard input: prod(SHAPE) float32 values, little-endian)\n";
+    "                                 standard input: prod(SHAPE) float32 values, little-endian)\n"
+    "  strata import FILE [--dump NAME [--data]]   (a safetensors file)\n";
 // clang-format on
 
 int Usage() {
@@ -699,5 +702,6 @@ int main(int argc, char** argv) {
   if (command == "validate") return strata::ValidateCommand(args);
   if (command == "view") return strata::ViewCommand(args);
   if (command == "quantize") return strata::QuantizeCommand(args);
+  if (command == "import") return strata::ImportCommand(args);
   return strata::Usage();
 }

@@ -61,9 +61,23 @@ absl::Status RequireHostData(const Tensor& t, absl::string_view op,
   return absl::OkStatus();
 }
 
-// For the kernels that walk every element.
+// For the kernels that walk every element. They read and write values through
+// typed pointers, so the values must be aligned to their width: host memory
+// always is; a mapped carrier whose values stand at a file offset that is not
+// a multiple of their width (carrier/mapped_carrier.h) is refused here.
 absl::Status RequireData(const Tensor& t, absl::string_view op) {
   STRATA_RETURN_IF_ERROR(RequireHostData(t, op));
+  const SimpleDType* storage = t.carrier()->dtype().AsSimple();
+  const void* data = t.carrier()->data();
+  if (t.size() > 0 && storage != nullptr && storage->bits() > 8 &&
+      storage->bits() % 8 == 0 &&
+      reinterpret_cast<uintptr_t>(data) % (storage->bits() / 8) != 0) {
+    return ValueErrorCat(op, ": the values of the ", t.carrier()->Describe(),
+                         " are not aligned to their ", storage->bits() / 8,
+                         " bytes (the file places value 0 at an offset that is "
+                         "not a multiple of that); the kernels read aligned "
+                         "values only, GetItem reads any");
+  }
   return RequireIterable(t, op);
 }
 
@@ -129,7 +143,14 @@ Injectivity ProveInjective(const Layout& layout) {
 
 }  // namespace
 
+absl::Status RequireMutableCarrier(const Tensor& t, absl::string_view op) {
+  if (!t.carrier()->read_only()) return absl::OkStatus();
+  return ValueErrorCat(op, ": cannot write through the read-only ",
+                       t.carrier()->Describe());
+}
+
 absl::Status RequireWritable(const Tensor& t, absl::string_view op) {
+  STRATA_RETURN_IF_ERROR(RequireMutableCarrier(t, op));
   STRATA_RETURN_IF_ERROR(RequireData(t, op));
   switch (ProveInjective(t.layout())) {
     case Injectivity::kInjective:

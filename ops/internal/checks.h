@@ -37,8 +37,14 @@ absl::Status RequireHostData(const Tensor& t, absl::string_view op,
 // RequireHostData, and every top-level mode walkable by ForEachIndex within
 // the offset-table budget (NOTE [ Offset-table budget ] in checks.cc).
 absl::Status RequireData(const Tensor& t, absl::string_view op);
-// RequireData, and a layout proven to reach each carrier value at most once
-// (NOTE [ Proving a write injective ] in checks.cc).
+// ValueError "<op>: cannot write through the read-only <carrier described>"
+// for a read-only carrier (NOTE [ Read-only carriers ] in carrier/carrier.h):
+// the one check every write makes before any effect, whatever the Tensor's
+// size.
+absl::Status RequireMutableCarrier(const Tensor& t, absl::string_view op);
+// RequireMutableCarrier, RequireData, and a layout proven to reach each
+// carrier value at most once (NOTE [ Proving a write injective ] in
+// checks.cc).
 absl::Status RequireWritable(const Tensor& t, absl::string_view op);
 
 // NumPy broadcasting of two shapes (ValueError naming both when they do not).

@@ -1,0 +1,146 @@
+#include "carrier/mapped_carrier.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "dtype/packing.h"
+
+namespace strata {
+namespace {
+
+// What a zero-length region points at.
+const uint8_t kEmptyRegion = 0;
+
+}  // namespace
+
+MappedRegion::~MappedRegion() {
+  if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
+}
+
+absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::Map(
+    const std::string& path, int64_t offset, int64_t length) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ValueErrorCat("MappedRegion: cannot open \"", path,
+                         "\": ", std::strerror(errno));
+  }
+  auto region = MapFd(fd, path, offset, length);
+  close(fd);
+  return region;
+}
+
+absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::MapFd(
+    int fd, const std::string& path, int64_t offset, int64_t length) {
+  int64_t end;
+  if (offset < 0 || length < 0 ||
+      __builtin_add_overflow(offset, length, &end)) {
+    return ValueErrorCat("MappedRegion: \"", path, "\": bytes [", offset, ", ",
+                         offset, " + ", length, ") are not a region of a file");
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    return ValueErrorCat("MappedRegion: cannot stat \"", path,
+                         "\": ", std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return ValueErrorCat("MappedRegion: \"", path, "\" is not a regular file",
+                         S_ISDIR(st.st_mode) ? " (a directory)" : "");
+  }
+  if (static_cast<int64_t>(st.st_size) < end) {
+    return ValueErrorCat("MappedRegion: \"", path, "\" holds ", st.st_size,
+                         " bytes, shorter than the ", end, " that bytes [",
+                         offset, ", ", end, ") need");
+  }
+  if (length == 0) {
+    return std::shared_ptr<const MappedRegion>(
+        new MappedRegion(path, offset, 0, &kEmptyRegion, nullptr, 0));
+  }
+  const int64_t page = sysconf(_SC_PAGESIZE);
+  const int64_t start = offset / page * page;
+  const size_t bytes = static_cast<size_t>(end - start);
+  void* mapping = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, start);
+  if (mapping == MAP_FAILED) {
+    return ResourceExhaustedErrorCat("MappedRegion: cannot map ", bytes,
+                                     " bytes of \"", path,
+                                     "\": ", std::strerror(errno));
+  }
+  const uint8_t* data = static_cast<const uint8_t*>(mapping) + (offset - start);
+  return std::shared_ptr<const MappedRegion>(
+      new MappedRegion(path, offset, length, data, mapping, bytes));
+}
+
+absl::StatusOr<std::shared_ptr<MappedCarrier>> MappedCarrier::Create(
+    const DType& dtype, int64_t size,
+    std::shared_ptr<const MappedRegion> region, int64_t byte_offset,
+    uint64_t version) {
+  if (region == nullptr) {
+    return ValueError("MappedCarrier: a mapped carrier needs a region");
+  }
+  const SimpleDType* simple = dtype.AsSimple();
+  if (simple == nullptr) {
+    return ValueErrorCat("MappedCarrier: a mapped carrier of \"",
+                         region->path(), "\" stores simple dtypes; ",
+                         dtype.name(), " is a ", dtype.kind_name(), " dtype");
+  }
+  if (size < 0) {
+    return ValueErrorCat("MappedCarrier: a mapped carrier of \"",
+                         region->path(), "\" cannot have negative size ", size);
+  }
+  const absl::StatusOr<int64_t> bytes = StorageBytes(*simple, size);
+  if (!bytes.ok()) {
+    return WithContext(bytes.status(),
+                       absl::StrCat("MappedCarrier: \"", region->path(), "\""));
+  }
+  int64_t end;
+  if (byte_offset < 0 || __builtin_add_overflow(byte_offset, *bytes, &end) ||
+      end > region->length()) {
+    return ValueErrorCat("MappedCarrier: ", size, " ", dtype.name(),
+                         " values (", *bytes, " bytes) at byte ", byte_offset,
+                         " of a region of ", region->length(), " bytes of \"",
+                         region->path(), "\" do not fit it");
+  }
+  const int64_t file_offset = region->offset() + byte_offset;
+  const uint8_t* data = region->data() + (*bytes == 0 ? 0 : byte_offset);
+  return std::shared_ptr<MappedCarrier>(new MappedCarrier(
+      &dtype, size, version, std::move(region), data, *bytes, file_offset));
+}
+
+absl::StatusOr<std::shared_ptr<MappedCarrier>> MappedCarrier::Open(
+    const DType& dtype, int64_t size, const std::string& path,
+    int64_t file_offset, uint64_t version) {
+  const SimpleDType* simple = dtype.AsSimple();
+  if (simple == nullptr || size < 0) {
+    return ValueErrorCat(
+        "MappedCarrier: a mapped carrier of \"", path,
+        "\" needs a simple dtype and a non-negative size; got ", size,
+        " values of ", dtype.name());
+  }
+  const absl::StatusOr<int64_t> bytes = StorageBytes(*simple, size);
+  if (!bytes.ok()) {
+    return ValueErrorCat("MappedCarrier: ", size, " ", dtype.name(),
+                         " values need more bytes than any file of \"", path,
+                         "\" can hold");
+  }
+  absl::StatusOr<std::shared_ptr<const MappedRegion>> region =
+      MappedRegion::Map(path, file_offset, *bytes);
+  if (!region.ok()) return region.status();
+  return Create(dtype, size, *std::move(region), 0, version);
+}
+
+std::string MappedCarrier::Describe() const {
+  return absl::StrCat("mapped carrier of ", size(), " ", dtype().name(),
+                      " values at bytes [", file_offset_, ", ",
+                      file_offset_ + bytes_, ") of \"", file_, "\"");
+}
+
+}  // namespace strata

@@ -1,0 +1,975 @@
+#include "checkpoint/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
+#include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "core/tensor_access.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "layout/checked_math.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+#include "nlohmann/json.hpp"
+
+namespace strata {
+namespace {
+
+// NOTE [ The safetensors header parser ]
+// The header is parsed by nlohmann/json (Debian's nlohmann-json3-dev), not by
+// protobuf's JSON parser into google.protobuf.Struct, for two reasons:
+// a Struct is a map, so the header order (the order of the tensors this reader
+// returns) would be lost, and a Struct stores every number as a double, so an
+// offset above 2^53 would silently round. nlohmann's ordered_json keeps the
+// order and parses integers into int64/uint64 exactly (a number that fits
+// neither, or has a fraction or exponent, is a float here and refused). It is
+// used without exceptions: a SAX pass (HeaderChecker) reports the first syntax
+// error with its byte and every repeated key, then the DOM parse runs with
+// allow_exceptions = false, and every value is type-checked before it is read
+// (get_ptr, never get<> or at()).
+using Json = nlohmann::ordered_json;
+
+constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
+constexpr absl::string_view kMetadataKey = "__metadata__";
+
+struct DTypeName {
+  absl::string_view safetensors;
+  const SimpleDType* (*dtype)();
+};
+
+// clang-format off
+constexpr DTypeName kDTypeNames[] = {
+    {"BOOL", dtypes::Bool},       {"U8", dtypes::UInt8},
+    {"I8", dtypes::Int8},         {"I16", dtypes::Int16},
+    {"I32", dtypes::Int32},       {"I64", dtypes::Int64},
+    {"F16", dtypes::Float16},     {"BF16", dtypes::BFloat16},
+    {"F32", dtypes::Float32},     {"F64", dtypes::Float64},
+    {"F8_E4M3", dtypes::Float8E4M3FN},
+    {"F8_E5M2", dtypes::Float8E5M2},
+    {"F8_E8M0", dtypes::Float8E8M0FNU},
+    {"F4", dtypes::Float4E2M1FN},
+};
+// clang-format on
+
+const SimpleDType* FromSafetensorsName(absl::string_view name) {
+  for (const DTypeName& d : kDTypeNames) {
+    if (d.safetensors == name) return d.dtype();
+  }
+  return nullptr;
+}
+
+absl::string_view ToSafetensorsName(const DType& dtype) {
+  for (const DTypeName& d : kDTypeNames) {
+    if (d.dtype() == &dtype) return d.safetensors;
+  }
+  return {};
+}
+
+std::string Quoted(absl::string_view s) {
+  constexpr size_t kMax = 80;
+  return absl::StrCat("\"", s.substr(0, kMax), s.size() > kMax ? "..." : "",
+                      "\"");
+}
+
+// A JSON value as text for a message (at most ~80 characters).
+std::string JsonText(const Json& value) {
+  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (text.size() > 80) text = absl::StrCat(text.substr(0, 80), "...");
+  return text;
+}
+
+std::string ShapeText(absl::Span<const int64_t> shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
+}
+
+// The SAX pass of NOTE [ The safetensors header parser ].
+class HeaderChecker : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override {
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(string_t& key) override {
+    if (!keys_.back().insert(key).second) {
+      error_ = absl::StrCat("the key ", Quoted(key), " appears twice in ",
+                            keys_.size() == 1 ? "the header" : "an object");
+      return false;
+    }
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t, const std::string&,
+                   const nlohmann::detail::exception& ex) override {
+    // "[json.exception.parse_error.101] parse error at line 1, column 6: ..."
+    absl::string_view what = ex.what();
+    const size_t bracket = what.find("] ");
+    if (bracket != absl::string_view::npos) what.remove_prefix(bracket + 2);
+    error_ = absl::StrCat("the header is not JSON: ", what);
+    return false;
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::vector<absl::flat_hash_set<std::string>> keys_;
+  std::string error_;
+};
+
+// One tensor entry of the header.
+struct Entry {
+  std::string name;
+  const Json* info = nullptr;
+  int64_t begin = 0, end = 0;  // data_offsets, validated.
+};
+
+// A tensor entry checked on its own: dtype, shape, byte length.
+struct Checked {
+  const SimpleDType* dtype = nullptr;
+  std::vector<int64_t> shape;
+  int64_t count = 0;  // Values.
+};
+
+absl::Status EntryError(const Entry& e, absl::string_view message) {
+  return ValueErrorCat("ReadSafetensors: tensor ", Quoted(e.name), ": ",
+                       message);
+}
+
+absl::StatusOr<Checked> CheckEntry(const Entry& e) {
+  Checked out;
+  const Json& info = *e.info;
+  auto dtype = info.find("dtype");
+  if (dtype == info.end()) return EntryError(e, "no \"dtype\"");
+  const std::string* dtype_name = dtype->get_ptr<const std::string*>();
+  if (dtype_name == nullptr) {
+    return EntryError(
+        e, absl::StrCat("\"dtype\" is not a string: ", JsonText(*dtype)));
+  }
+  out.dtype = FromSafetensorsName(*dtype_name);
+  if (out.dtype == nullptr) {
+    return EntryError(
+        e, absl::StrCat("unknown dtype ", Quoted(*dtype_name),
+                        " (known: BOOL, U8, I8, I16, I32, I64, F16, BF16, F32, "
+                        "F64, F8_E4M3, F8_E5M2, F8_E8M0, F4)"));
+  }
+  auto shape = info.find("shape");
+  if (shape == info.end()) return EntryError(e, "no \"shape\"");
+  if (!shape->is_array()) {
+    return EntryError(
+        e, absl::StrCat("\"shape\" is not an array: ", JsonText(*shape)));
+  }
+  for (size_t k = 0; k < shape->size(); ++k) {
+    const Json& x = (*shape)[k];
+    if (const auto* u = x.get_ptr<const Json::number_unsigned_t*>()) {
+      if (*u > static_cast<uint64_t>(INT64_MAX)) {
+        return EntryError(e, absl::StrCat("extent ", k, " of \"shape\", ", *u,
+                                          ", overflows int64"));
+      }
+      out.shape.push_back(static_cast<int64_t>(*u));
+    } else if (const auto* i = x.get_ptr<const Json::number_integer_t*>()) {
+      if (*i < 0) {
+        return EntryError(e, absl::StrCat("extent ", k, " of \"shape\" is ", *i,
+                                          ", negative"));
+      }
+      out.shape.push_back(*i);
+    } else if (const auto* f = x.get_ptr<const Json::number_float_t*>()) {
+      // An integer literal beyond 64 bits parses as a float.
+      return EntryError(
+          e, absl::StrCat(
+                 "extent ", k, " of \"shape\", ", JsonText(x),
+                 *f < 0 ? ", is negative" : "",
+                 *f >= 9.2e18 ? ", overflows int64" : ", is not an integer"));
+    } else {
+      return EntryError(
+          e, absl::StrCat("extent ", k,
+                          " of \"shape\" is not an integer: ", JsonText(x)));
+    }
+  }
+  out.count = 1;
+  for (int64_t x : out.shape) {
+    if (!CheckedMul(out.count, x, &out.count)) {
+      return EntryError(e, absl::StrCat("shape ", ShapeText(out.shape),
+                                        " has more values than int64 holds"));
+    }
+  }
+  // The row-major strides must fit too (a zero extent makes the count 0).
+  absl::StatusOr<Layout> layout = Layout::RowMajor(IntTuple::Flat(out.shape));
+  if (!layout.ok()) {
+    return EntryError(
+        e, absl::StrCat("shape ", ShapeText(out.shape),
+                        " overflows int64: ", layout.status().message()));
+  }
+  const absl::StatusOr<int64_t> bytes = StorageBytes(*out.dtype, out.count);
+  if (!bytes.ok()) {
+    return EntryError(
+        e, absl::StrCat("shape ", ShapeText(out.shape), " of ", *dtype_name,
+                        " needs more bytes than int64 holds"));
+  }
+  if (*bytes != e.end - e.begin) {
+    return EntryError(
+        e, absl::StrCat("shape ", ShapeText(out.shape), " of ", *dtype_name,
+                        " needs ", *bytes, " bytes; data_offsets [", e.begin,
+                        ", ", e.end, "] hold ", e.end - e.begin));
+  }
+  return out;
+}
+
+// data_offsets of an entry: [BEGIN, END] of integers, 0 <= BEGIN <= END <=
+// buffer. A file-level error otherwise.
+absl::Status ReadOffsets(Entry& e, int64_t buffer) {
+  const Json& info = *e.info;
+  auto offsets = info.find("data_offsets");
+  if (offsets == info.end()) {
+    return ValueErrorCat(kNotSafetensors, "tensor ", Quoted(e.name),
+                         " has no \"data_offsets\"");
+  }
+  const Json::number_unsigned_t* b = nullptr;
+  const Json::number_unsigned_t* end = nullptr;
+  if (offsets->is_array() && offsets->size() == 2) {
+    b = (*offsets)[0].get_ptr<const Json::number_unsigned_t*>();
+    end = (*offsets)[1].get_ptr<const Json::number_unsigned_t*>();
+  }
+  if (b == nullptr || end == nullptr || *b > *end) {
+    return ValueErrorCat(kNotSafetensors, "tensor ", Quoted(e.name),
+                         ": data_offsets ", JsonText(*offsets),
+                         " is not [BEGIN, END] of integers 0 <= BEGIN <= END");
+  }
+  if (*end > static_cast<uint64_t>(buffer)) {
+    return ValueErrorCat(kNotSafetensors, "tensor ", Quoted(e.name),
+                         ": data_offsets [", *b, ", ", *end,
+                         "] lie outside the data buffer of ", buffer, " bytes");
+  }
+  e.begin = static_cast<int64_t>(*b);
+  e.end = static_cast<int64_t>(*end);
+  return absl::OkStatus();
+}
+
+// The buffer is covered exactly: sorted by offsets, each tensor begins where
+// the previous one ended (the safetensors library's rule).
+absl::Status CheckCoverage(const std::vector<Entry>& entries, int64_t buffer) {
+  std::vector<const Entry*> sorted;
+  for (const Entry& e : entries) sorted.push_back(&e);
+  std::stable_sort(
+      sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) {
+        return a->begin != b->begin ? a->begin < b->begin : a->end < b->end;
+      });
+  int64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry* e : sorted) {
+    if (e->begin < covered) {
+      return ValueErrorCat(kNotSafetensors, "tensors ", Quoted(previous->name),
+                           " [", previous->begin, ", ", previous->end, "] and ",
+                           Quoted(e->name), " [", e->begin, ", ", e->end,
+                           "] overlap");
+    }
+    if (e->begin > covered) {
+      return ValueErrorCat(kNotSafetensors, "bytes [", covered, ", ", e->begin,
+                           ") of the data buffer belong to no tensor (a hole "
+                           "before ",
+                           Quoted(e->name), ")");
+    }
+    covered = e->end;
+    previous = e;
+  }
+  if (covered != buffer) {
+    return ValueErrorCat(kNotSafetensors, "bytes [", covered, ", ", buffer,
+                         ") of the data buffer belong to no tensor (a hole at "
+                         "the end)");
+  }
+  return absl::OkStatus();
+}
+
+// What an entry name says of MXFP4 pairing.
+struct PairName {
+  std::string prefix;  // P; empty when the name is not a half.
+  char separator = 0;  // '.' or '_'.
+  bool blocks = false;
+};
+
+PairName ParsePairName(absl::string_view name) {
+  PairName out;
+  for (const char separator : {'.', '_'}) {
+    for (const bool blocks : {true, false}) {
+      const std::string suffix =
+          absl::StrCat(std::string(1, separator), blocks ? "blocks" : "scales");
+      if (name.size() > suffix.size() &&
+          name.substr(name.size() - suffix.size()) == suffix) {
+        out.prefix = std::string(name.substr(0, name.size() - suffix.size()));
+        out.separator = separator;
+        out.blocks = blocks;
+        return out;
+      }
+    }
+  }
+  return out;
+}
+
+// One Tensor of the result, planned before the file is mapped.
+struct Planned {
+  std::string name;
+  int first = -1, second = -1;  // Entry indices (second: a pair's other half).
+  absl::Status status;
+  Checked plain;
+  // A pair: the blocks and scales entries and the prefix dims and G.
+  int blocks = -1, scales = -1;
+  std::vector<int64_t> prefix;
+  int64_t groups = 0;
+};
+
+absl::Status PairError(const std::string& name, const Entry& blocks,
+                       const Entry& scales, absl::string_view message) {
+  return ValueErrorCat("ReadSafetensors: MXFP4 pair ", Quoted(name), " (",
+                       Quoted(blocks.name), ", ", Quoted(scales.name),
+                       "): ", message);
+}
+
+// The pair rule of NOTE [ MXFP4 pairs ].
+absl::Status CheckPair(Planned& p, const std::vector<Entry>& entries) {
+  const Entry& b = entries[p.blocks];
+  const Entry& s = entries[p.scales];
+  absl::StatusOr<Checked> cb = CheckEntry(b);
+  if (!cb.ok()) return PairError(p.name, b, s, cb.status().message());
+  absl::StatusOr<Checked> cs = CheckEntry(s);
+  if (!cs.ok()) return PairError(p.name, b, s, cs.status().message());
+  if (cb->dtype != dtypes::UInt8() || cs->dtype != dtypes::UInt8()) {
+    return PairError(p.name, b, s,
+                     absl::StrCat("the blocks and scales must be U8; got ",
+                                  ToSafetensorsName(*cb->dtype), " and ",
+                                  ToSafetensorsName(*cs->dtype)));
+  }
+  const std::vector<int64_t>& bs = cb->shape;
+  const std::vector<int64_t>& ss = cs->shape;
+  const bool shaped = bs.size() >= 2 && bs.back() == 16 &&
+                      ss.size() + 1 == bs.size() &&
+                      std::equal(ss.begin(), ss.end(), bs.begin());
+  if (!shaped) {
+    return PairError(
+        p.name, b, s,
+        absl::StrCat("blocks of shape (..., G, 16) need scales of shape "
+                     "(..., G); got blocks ",
+                     ShapeText(bs), " and scales ", ShapeText(ss)));
+  }
+  p.prefix.assign(ss.begin(), ss.end() - 1);
+  p.groups = ss.back();
+  int64_t n, values;
+  if (!CheckedMul(p.groups, 32, &n) || !CheckedMul(cb->count, 2, &values)) {
+    return PairError(
+        p.name, b, s,
+        absl::StrCat("G = ", p.groups, " groups of 32 values overflow int64"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> BuildPlain(
+    const Planned& p, const Entry& e,
+    const std::shared_ptr<const MappedRegion>& region) {
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> carrier,
+      MappedCarrier::Create(*p.plain.dtype, p.plain.count, region, e.begin));
+  STRATA_ASSIGN_OR_RETURN(Layout layout,
+                          Layout::RowMajor(IntTuple::Flat(p.plain.shape)));
+  return Tensor::Create(std::move(carrier), 0, std::move(layout));
+}
+
+absl::StatusOr<Tensor> BuildPair(
+    const Planned& p, const std::vector<Entry>& entries,
+    const std::shared_ptr<const MappedRegion>& region) {
+  const Entry& b = entries[p.blocks];
+  const Entry& s = entries[p.scales];
+  const int64_t rank = static_cast<int64_t>(p.prefix.size()) + 1;
+  const int64_t n = p.groups * 32;  // Checked by CheckPair.
+  // Logical extents (..., G*32) and scale extents (..., G).
+  std::vector<int64_t> logical = p.prefix, scale_shape = p.prefix;
+  logical.push_back(n);
+  scale_shape.push_back(p.groups);
+  std::vector<int64_t> row_major(rank), weights(rank);
+  // The products fit unless a zero extent hides an overflow (the strides of
+  // the blocks' own row-major layout fit, the values' may not: twice as big).
+  int64_t running = 1;
+  for (int64_t j = rank; j-- > 0;) {
+    row_major[j] = running;
+    if (!CheckedMul(running, logical[j], &running)) {
+      return PairError(p.name, b, s,
+                       absl::StrCat("the logical shape ", ShapeText(logical),
+                                    " overflows int64"));
+    }
+  }
+  const int64_t values = running;
+  running = 1;
+  for (int64_t j = 0; j < rank; ++j) {
+    weights[j] = running;
+    if (!CheckedMul(running, scale_shape[j], &running)) {
+      return PairError(p.name, b, s,
+                       absl::StrCat("the scale shape ", ShapeText(scale_shape),
+                                    " overflows int64"));
+    }
+  }
+  const int64_t scales = running;
+  std::vector<IntTuple> shape, l0_stride, s0_stride;
+  for (int64_t j = 0; j + 1 < rank; ++j) {
+    shape.push_back(logical[j]);
+    l0_stride.push_back(row_major[j]);
+    s0_stride.push_back(weights[j]);
+  }
+  shape.push_back(IntTuple::Tuple({32, p.groups}));
+  l0_stride.push_back(IntTuple::Tuple({1, 32}));
+  s0_stride.push_back(IntTuple::Tuple({0, weights[rank - 1]}));
+  STRATA_ASSIGN_OR_RETURN(
+      Layout l0,
+      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(l0_stride)));
+  STRATA_ASSIGN_OR_RETURN(Layout l1,
+                          Layout::RowMajor(IntTuple::Flat(scale_shape)));
+  STRATA_ASSIGN_OR_RETURN(
+      Layout s0,
+      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> value_carrier,
+      MappedCarrier::Create(*dtypes::Float4E2M1FN(), values, region, b.begin));
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> scale_carrier,
+      MappedCarrier::Create(*dtypes::Float8E8M0FNU(), scales, region, s.begin));
+  std::vector<SubtensorCandidate> subtensors;
+  subtensors.push_back(
+      {dtypes::Float4E2M1FN(), std::move(value_carrier), 0, std::move(l0)});
+  subtensors.push_back(
+      {dtypes::Float8E8M0FNU(), std::move(scale_carrier), 0, std::move(l1)});
+  std::vector<absl::StatusOr<Layout>> adjacent;
+  adjacent.push_back(std::move(s0));
+  STRATA_ASSIGN_OR_RETURN(
+      auto representation,
+      Representation::Create(dtypes::MXFP4(), std::move(subtensors),
+                             std::move(adjacent)));
+  return MakeTensor(std::move(representation));
+}
+
+// pread of exactly `n` bytes at `offset`.
+bool ReadAt(int fd, char* out, int64_t n, int64_t offset) {
+  while (n > 0) {
+    const ssize_t got = pread(fd, out, n, offset);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    out += got;
+    n -= got;
+    offset += got;
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Safetensors> ReadSafetensors(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ValueErrorCat("ReadSafetensors: cannot open ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  absl::StatusOr<Safetensors> result = ReadSafetensorsFd(fd, path);
+  close(fd);
+  return result;
+}
+
+absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    return ValueErrorCat("ReadSafetensors: cannot stat ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return ValueErrorCat("ReadSafetensors: ", Quoted(path),
+                         " is not a regular file",
+                         S_ISDIR(st.st_mode) ? " (a directory)" : "");
+  }
+  const int64_t file_size = st.st_size;
+  if (file_size < 8) {
+    return ValueErrorCat(kNotSafetensors, "the file holds ", file_size,
+                         " bytes, fewer than the 8 of the header length");
+  }
+  unsigned char length_bytes[8];
+  if (!ReadAt(fd, reinterpret_cast<char*>(length_bytes), 8, 0)) {
+    return ValueErrorCat("ReadSafetensors: cannot read ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  uint64_t header_length = 0;
+  for (int k = 7; k >= 0; --k)
+    header_length = header_length << 8 | length_bytes[k];
+  if (header_length > static_cast<uint64_t>(file_size - 8)) {
+    return ValueErrorCat(kNotSafetensors, "the header length ", header_length,
+                         " exceeds the ", file_size - 8,
+                         " bytes after the 8-byte length");
+  }
+  if (header_length > static_cast<uint64_t>(kMaxSafetensorsHeaderBytes)) {
+    return ValueErrorCat(kNotSafetensors, "the header length ", header_length,
+                         " exceeds the limit of ", kMaxSafetensorsHeaderBytes,
+                         " bytes");
+  }
+  std::string header(header_length, '\0');
+  if (!ReadAt(fd, header.data(), header_length, 8)) {
+    return ValueErrorCat("ReadSafetensors: cannot read ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  const int64_t data_start = 8 + static_cast<int64_t>(header_length);
+  const int64_t buffer = file_size - data_start;
+
+  // Parse (NOTE [ The safetensors header parser ]).
+  HeaderChecker checker;
+  if (!Json::sax_parse(header.begin(), header.end(), &checker,
+                       nlohmann::detail::input_format_t::json,
+                       /*strict=*/true, /*ignore_comments=*/false)) {
+    return ValueErrorCat(kNotSafetensors, checker.error().empty()
+                                              ? "the header is not JSON"
+                                              : checker.error());
+  }
+  const Json root = Json::parse(header.begin(), header.end(), nullptr,
+                                /*allow_exceptions=*/false,
+                                /*ignore_comments=*/false);
+  header.clear();
+  header.shrink_to_fit();
+  if (root.is_discarded()) {
+    return ValueErrorCat(kNotSafetensors, "the header is not JSON");
+  }
+  if (!root.is_object()) {
+    return ValueErrorCat(kNotSafetensors,
+                         "the header is not a JSON object: ", JsonText(root));
+  }
+  Safetensors result;
+  std::vector<Entry> entries;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (!it.value().is_object()) {
+      return ValueErrorCat(kNotSafetensors, "the value of ", Quoted(it.key()),
+                           " is not an object: ", JsonText(it.value()));
+    }
+    if (it.key() == kMetadataKey) {
+      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
+        const std::string* value = m.value().get_ptr<const std::string*>();
+        if (value == nullptr) {
+          return ValueErrorCat(kNotSafetensors, "__metadata__ ",
+                               Quoted(m.key()),
+                               " is not a string: ", JsonText(m.value()));
+        }
+        result.metadata.emplace_back(m.key(), *value);
+      }
+      continue;
+    }
+    Entry e;
+    e.name = it.key();
+    e.info = &it.value();
+    STRATA_RETURN_IF_ERROR(ReadOffsets(e, buffer));
+    entries.push_back(std::move(e));
+  }
+  STRATA_RETURN_IF_ERROR(CheckCoverage(entries, buffer));
+
+  // Pairs (NOTE [ MXFP4 pairs ]): (P, separator) -> the entries of its halves.
+  struct Halves {
+    int blocks = -1, scales = -1;
+  };
+  absl::flat_hash_map<std::pair<std::string, char>, Halves> halves;
+  std::vector<PairName> pair_names;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    pair_names.push_back(ParsePairName(entries[k].name));
+    const PairName& pn = pair_names.back();
+    if (pn.prefix.empty()) continue;
+    Halves& h = halves[{pn.prefix, pn.separator}];
+    (pn.blocks ? h.blocks : h.scales) = static_cast<int>(k);
+  }
+  std::vector<Planned> planned;
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const PairName& pn = pair_names[k];
+    if (!pn.prefix.empty()) {
+      const Halves& h = halves[{pn.prefix, pn.separator}];
+      if (h.blocks >= 0 && h.scales >= 0) {
+        if (static_cast<int>(k) != std::min(h.blocks, h.scales)) continue;
+        Planned p;
+        p.name = pn.prefix;
+        p.blocks = h.blocks;
+        p.scales = h.scales;
+        p.status = CheckPair(p, entries);
+        planned.push_back(std::move(p));
+        continue;
+      }
+    }
+    Planned p;
+    p.name = entries[k].name;
+    p.first = static_cast<int>(k);
+    absl::StatusOr<Checked> checked = CheckEntry(entries[k]);
+    if (checked.ok()) {
+      p.plain = *std::move(checked);
+    } else {
+      p.status = checked.status();
+    }
+    planned.push_back(std::move(p));
+  }
+  // A pair's name must name nothing else.
+  absl::flat_hash_map<std::string, int> uses;
+  for (const Planned& p : planned) ++uses[p.name];
+  for (Planned& p : planned) {
+    if (p.blocks >= 0 && uses[p.name] > 1 && p.status.ok()) {
+      p.status = PairError(
+          p.name, entries[p.blocks], entries[p.scales],
+          absl::StrCat("the file holds another entry named ", Quoted(p.name)));
+    }
+  }
+
+  // Everything is validated: map the data buffer once.
+  bool any = false;
+  for (const Planned& p : planned) any |= p.status.ok();
+  std::shared_ptr<const MappedRegion> region;
+  if (any) {
+    STRATA_ASSIGN_OR_RETURN(region,
+                            MappedRegion::MapFd(fd, path, data_start, buffer));
+  }
+  for (Planned& p : planned) {
+    result.tensors.push_back(
+        {p.name, !p.status.ok()  ? absl::StatusOr<Tensor>(p.status)
+                 : p.blocks >= 0 ? BuildPair(p, entries, region)
+                                 : BuildPlain(p, entries[p.first], region)});
+  }
+  return result;
+}
+
+namespace {
+
+// Whether `s` is valid UTF-8 (what a JSON string must be).
+bool IsUtf8(absl::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const unsigned char c = s[i];
+    int more;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      more = 1;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      more = 2;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      more = 3;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + more >= s.size()) return false;
+    for (int k = 1; k <= more; ++k) {
+      const unsigned char d = s[i + k];
+      if ((d & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (d & 0x3F);
+    }
+    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
+    if (cp < kMin[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return false;
+    }
+    i += more + 1;
+  }
+  return true;
+}
+
+// Walks the row-major coordinates of `modes` (the top-level modes of a
+// placement and, optionally, of an adjacent layout of the same shape), calling
+// f(row_major_index, index_a, index_b).
+template <typename F>
+void ForEachRowMajor(absl::Span<const Layout> a, absl::Span<const Layout> b,
+                     F&& f) {
+  const size_t rank = a.size();
+  int64_t total = 1;
+  for (const Layout& m : a) total *= m.size();  // Fits: a placement's size.
+  if (total == 0) return;
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t r = 0; r < total; ++r) {
+    int64_t ia = 0, ib = 0;
+    for (size_t j = 0; j < rank; ++j) {
+      ia += a[j](coord[j]);
+      if (!b.empty()) ib += b[j](coord[j]);
+    }
+    f(r, ia, ib);
+    for (size_t j = rank; j-- > 0;) {
+      if (++coord[j] < a[j].size()) break;
+      coord[j] = 0;
+    }
+  }
+}
+
+// What one tensor writes: its entries and their bytes, produced on demand.
+struct WritePlan {
+  std::string name;
+  const Tensor* tensor;
+  bool pair = false;
+  const SimpleDType* dtype = nullptr;  // One-level.
+  std::vector<int64_t> shape;          // One-level: the shape; pair: logical.
+  int64_t bytes = 0;                   // One-level.
+  int64_t block_bytes = 0, scale_bytes = 0;  // Pair.
+};
+
+absl::Status WriteError(absl::string_view name, absl::string_view message) {
+  return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), ": ",
+                       message);
+}
+
+absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
+  WritePlan p;
+  p.name = name;
+  p.tensor = &t;
+  p.shape = t.shape();
+  const Representation& rep = TensorAccess::representation(t);
+  for (const Subtensor& s : rep.subtensors()) {
+    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
+      return WriteError(name, absl::StrCat("the ", s.carrier->Describe(),
+                                           " holds no host data"));
+    }
+  }
+  if (rep.num_levels() == 1) {
+    p.dtype = t.dtype().AsSimple();
+    if (p.dtype == nullptr || ToSafetensorsName(*p.dtype).empty()) {
+      return WriteError(name, absl::StrCat("dtype ", t.dtype().name(),
+                                           " has no safetensors dtype"));
+    }
+    STRATA_ASSIGN_OR_RETURN(p.bytes, StorageBytes(*p.dtype, t.size()));
+    return p;
+  }
+  if (&t.dtype() != dtypes::MXFP4()) {
+    return WriteError(name, absl::StrCat("a ", rep.num_levels(),
+                                         "-level Tensor of ", t.dtype().name(),
+                                         " has no safetensors form (only mxfp4 "
+                                         "writes, as a .blocks/.scales pair)"));
+  }
+  if (p.shape.empty() || p.shape.back() % 32 != 0) {
+    return WriteError(
+        name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
+                           " is not blocked along its last dim "
+                           "(its extent is not a multiple of "
+                           "32)"));
+  }
+  p.pair = true;
+  const int64_t values = t.size();
+  p.block_bytes = values / 2;
+  p.scale_bytes = values / 32;
+  return p;
+}
+
+// The row-major bytes of a one-level Tensor.
+std::string OneLevelBytes(const WritePlan& p) {
+  const Tensor& t = *p.tensor;
+  std::string out(p.bytes, '\0');
+  const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
+  const int bits = p.dtype->bits();
+  const auto modes = TopLevelModes(t.layout());
+  const int64_t offset = t.offset();
+  uint8_t* dst = reinterpret_cast<uint8_t*>(out.data());
+  ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
+    const int64_t from = offset + index;
+    if (bits % 8 == 0) {
+      std::memcpy(dst + r * (bits / 8), src + from * (bits / 8), bits / 8);
+    } else {
+      WritePacked(dst, bits, r, ReadPacked(src, bits, from));
+    }
+  });
+  return out;
+}
+
+// The .blocks and .scales bytes of an mxfp4 Tensor; ValueError when a block of
+// 32 consecutive values of the last dim does not share one scale.
+absl::Status PairBytes(const WritePlan& p, std::string* blocks,
+                       std::string* scales) {
+  const Representation& rep = TensorAccess::representation(*p.tensor);
+  const Subtensor& v = rep.subtensor(0);
+  const Subtensor& s = rep.subtensor(1);
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  blocks->assign(p.block_bytes, '\0');
+  scales->assign(p.scale_bytes, '\0');
+  const uint8_t* vsrc = static_cast<const uint8_t*>(v.carrier->data());
+  const uint8_t* ssrc = static_cast<const uint8_t*>(s.carrier->data());
+  uint8_t* bdst = reinterpret_cast<uint8_t*>(blocks->data());
+  uint8_t* sdst = reinterpret_cast<uint8_t*>(scales->data());
+  const auto l0_modes = TopLevelModes(v.placement);
+  const auto s0_modes = TopLevelModes(s0);
+  int64_t block_scale = 0;
+  absl::Status status;
+  ForEachRowMajor(l0_modes, s0_modes, [&](int64_t r, int64_t iv, int64_t is) {
+    if (!status.ok()) return;
+    WritePacked(bdst, 4, r, ReadPacked(vsrc, 4, v.offset + iv));
+    if (r % 32 == 0) {
+      block_scale = is;
+      sdst[r / 32] = ssrc[s.offset + s.placement(is)];
+    } else if (is != block_scale) {
+      status = WriteError(
+          p.name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
+                               " is not blocked along its last dim (values ",
+                               r - r % 32, " and ", r,
+                               " in row-major order have different scales); "
+                               "the safetensors pair stores 32 consecutive "
+                               "values of the last dim per scale"));
+    }
+  });
+  return status;
+}
+
+bool WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(n);
+  }
+  return true;
+}
+
+Json ShapeJson(absl::Span<const int64_t> shape) {
+  Json out = Json::array();
+  for (int64_t x : shape) out.push_back(x);
+  return out;
+}
+
+}  // namespace
+
+absl::Status WriteSafetensors(
+    const std::string& path,
+    absl::Span<const std::pair<std::string, Tensor>> tensors,
+    absl::Span<const std::pair<std::string, std::string>> metadata) {
+  absl::flat_hash_set<std::string> names;
+  auto claim = [&](const std::string& name) -> absl::Status {
+    if (name == kMetadataKey) {
+      return WriteError(name, "the name is reserved for the metadata");
+    }
+    if (!IsUtf8(name)) return WriteError(name, "the name is not UTF-8");
+    if (!names.insert(name).second) {
+      return WriteError(name, "the name is written twice");
+    }
+    return absl::OkStatus();
+  };
+  absl::flat_hash_set<std::string> keys;
+  for (const auto& [key, value] : metadata) {
+    if (!IsUtf8(key) || !IsUtf8(value)) {
+      return ValueErrorCat("WriteSafetensors: __metadata__ ", Quoted(key),
+                           " is not UTF-8");
+    }
+    if (!keys.insert(key).second) {
+      return ValueErrorCat("WriteSafetensors: __metadata__ ", Quoted(key),
+                           " is written twice");
+    }
+  }
+  std::vector<WritePlan> planned;
+  for (const auto& [name, tensor] : tensors) {
+    STRATA_ASSIGN_OR_RETURN(WritePlan p, PlanTensor(name, tensor));
+    if (p.pair) {
+      STRATA_RETURN_IF_ERROR(claim(name + ".blocks"));
+      STRATA_RETURN_IF_ERROR(claim(name + ".scales"));
+    } else {
+      STRATA_RETURN_IF_ERROR(claim(name));
+    }
+    planned.push_back(std::move(p));
+  }
+  // The header.
+  Json root = Json::object();
+  if (!metadata.empty()) {
+    Json m = Json::object();
+    for (const auto& [key, value] : metadata) m[key] = value;
+    root[std::string(kMetadataKey)] = std::move(m);
+  }
+  int64_t at = 0;
+  auto add = [&](const std::string& name, absl::string_view dtype,
+                 absl::Span<const int64_t> shape, int64_t bytes) {
+    Json info = Json::object();
+    info["dtype"] = std::string(dtype);
+    info["shape"] = ShapeJson(shape);
+    info["data_offsets"] = Json::array({at, at + bytes});
+    root[name] = std::move(info);
+    at += bytes;
+  };
+  for (const WritePlan& p : planned) {
+    if (!p.pair) {
+      add(p.name, ToSafetensorsName(*p.dtype), p.shape, p.bytes);
+      continue;
+    }
+    std::vector<int64_t> scale_shape = p.shape;
+    scale_shape.back() /= 32;
+    std::vector<int64_t> block_shape = scale_shape;
+    block_shape.push_back(16);
+    add(p.name + ".blocks", "U8", block_shape, p.block_bytes);
+    add(p.name + ".scales", "U8", scale_shape, p.scale_bytes);
+  }
+  std::string header =
+      root.dump(-1, ' ', false, Json::error_handler_t::replace);
+  header.append((8 - header.size() % 8) % 8, ' ');
+  std::string prefix(8, '\0');
+  for (int k = 0; k < 8; ++k) {
+    prefix[k] =
+        static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * k));
+  }
+
+  // Written to a temporary file beside `path`, renamed over it at the end.
+  const std::string temporary =
+      absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()));
+  const int fd =
+      open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    return ValueErrorCat("WriteSafetensors: cannot create ", Quoted(temporary),
+                         ": ", std::strerror(errno));
+  }
+  auto fail = [&](absl::Status status) {
+    close(fd);
+    unlink(temporary.c_str());
+    return status;
+  };
+  auto write_error = [&]() {
+    return ValueErrorCat("WriteSafetensors: cannot write ", Quoted(temporary),
+                         ": ", std::strerror(errno));
+  };
+  if (!WriteAll(fd, prefix) || !WriteAll(fd, header))
+    return fail(write_error());
+  for (const WritePlan& p : planned) {
+    if (!p.pair) {
+      if (!WriteAll(fd, OneLevelBytes(p))) return fail(write_error());
+      continue;
+    }
+    std::string blocks, scales;
+    const absl::Status status = PairBytes(p, &blocks, &scales);
+    if (!status.ok()) return fail(status);
+    if (!WriteAll(fd, blocks) || !WriteAll(fd, scales)) {
+      return fail(write_error());
+    }
+  }
+  if (close(fd) != 0) {
+    unlink(temporary.c_str());
+    return write_error();
+  }
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    const absl::Status status =
+        ValueErrorCat("WriteSafetensors: cannot rename ", Quoted(temporary),
+                      " to ", Quoted(path), ": ", std::strerror(errno));
+    unlink(temporary.c_str());
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace strata
