@@ -119,7 +119,7 @@ class IntTuple {
   // then element tokens [token_begin, token_end) and leaves [leaf_begin,
   // leaf_end) of `source`, or one integer, appended as the next element.
   void ResetToEmptyTuple() {
-    tokens_.resize(1);
+    tokens_.truncate(1);  // A valid tuple has at least one token.
     tokens_[0] = 0;
     leaves_.clear();
   }
@@ -139,7 +139,7 @@ class IntTuple {
   // A tuple holding one integer becomes that integer.
   void UnwrapSingleInteger() {
     if (tokens_.size() == 2 && tokens_[1] == kLeafToken) {
-      tokens_.resize(1);
+      tokens_.truncate(1);
       tokens_[0] = kLeafToken;
     }
   }

@@ -64,6 +64,8 @@ class SmallVector {
   T& back() { return data()[size_ - 1]; }
 
   void clear() { size_ = 0; }
+  // Keeps the first n values. Precondition: n <= size().
+  void truncate(size_t n) { size_ = static_cast<uint32_t>(n); }
   // New values are zero.
   void resize(size_t n) {
     Reserve(n);

@@ -420,7 +420,7 @@ bool ReshapeByMerging(const Representation& rep,
       }
       begin = end;
     }
-    return assembler.Finish(/*unwrap_single_integer=*/false);
+    return assembler.Finish(/*unwrap_single_integer=*/true);
   };
   *status = write(l0, l_strides, &draft->placement(0));
   if (status->ok() && levels) {
