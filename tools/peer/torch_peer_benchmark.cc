@@ -102,10 +102,17 @@ const std::vector<int64_t> kPerm = {3, 1, 2, 0};
 STRATA_VIEW_PAIR(Permute, Permute(t, kPerm), t.permute({3, 1, 2, 0}))
 STRATA_VIEW_PAIR(SliceStep, Slice(t, 1, 2, 14, 3), t.slice(1, 2, 14, 3))
 STRATA_VIEW_PAIR(Reshape, Reshape(t, {128, 32, 64}), t.view({128, 32, 64}))
-STRATA_VIEW_PAIR(AsStrided,
-                 AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"),
-                           32768),
-                 t.as_strided({4, 16, 32, 64}, {32768, 2048, 64, 1}, 32768))
+// Both sides get their sizes prepared: the layout is parsed once, outside the
+// timed loop, as libtorch's sizes and strides are built once.
+const Layout& AsStridedLayout() {
+  static const Layout* const layout =
+      new Layout(*ParseLayout("(4,16,32,64):(32768,2048,64,1)"));
+  return *layout;
+}
+const std::vector<int64_t> kAsStridedSizes = {4, 16, 32, 64};
+const std::vector<int64_t> kAsStridedStrides = {32768, 2048, 64, 1};
+STRATA_VIEW_PAIR(AsStrided, AsStrided(t, AsStridedLayout(), 32768),
+                 t.as_strided(kAsStridedSizes, kAsStridedStrides, 32768))
 STRATA_VIEW_PAIR(Expand, BroadcastTo(t, {4, 8, 16, 32, 64}),
                  t.expand({4, 8, 16, 32, 64}))
 STRATA_VIEW_PAIR(Unsqueeze, Unsqueeze(t, 2), t.unsqueeze(2))
