@@ -352,6 +352,13 @@ namespace {
 // Everything else (splits, extent-1 modes, hierarchical modes in a longer
 // run, mergeable leaves) goes through composition, which these cases
 // reproduce exactly (views_test: ReshapeFastPathEqualsComposition).
+// Whether outer == extent * inner, the product checked: a leaf (2):(2^62) of a
+// huge carrier is a valid layout whose extent * stride is not an int64.
+bool Chains(int64_t outer, int64_t extent, int64_t inner) {
+  int64_t product;
+  return CheckedMul(extent, inner, &product) && product == outer;
+}
+
 bool ReshapeByMerging(const Representation& rep,
                       absl::Span<const int64_t> target,
                       Representation::ViewDraft* draft, absl::Status* status) {
@@ -383,9 +390,10 @@ bool ReshapeByMerging(const Representation& rep,
     if (b - a == 1) {
       for (int k = elements.leaf[a]; k + 1 < elements.leaf[a + 1]; ++k) {
         if (extents[k] <= 1 || extents[k + 1] <= 1) return false;
-        const bool l_merges = l_strides[k + 1] == extents[k] * l_strides[k];
+        const bool l_merges =
+            Chains(l_strides[k + 1], extents[k], l_strides[k]);
         const bool s_merges =
-            !levels || s_strides[k + 1] == extents[k] * s_strides[k];
+            !levels || Chains(s_strides[k + 1], extents[k], s_strides[k]);
         if (l_merges && s_merges) return false;
       }
     } else {
@@ -397,8 +405,9 @@ bool ReshapeByMerging(const Representation& rep,
       }
       for (size_t m = a; m + 1 < b; ++m) {
         const int k = elements.leaf[m];
-        if (l_strides[k] != extents[k + 1] * l_strides[k + 1]) return false;
-        if (levels && s_strides[k] != extents[k + 1] * s_strides[k + 1])
+        if (!Chains(l_strides[k], extents[k + 1], l_strides[k + 1]))
+          return false;
+        if (levels && !Chains(s_strides[k], extents[k + 1], s_strides[k + 1]))
           return false;
       }
     }
