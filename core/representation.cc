@@ -75,38 +75,85 @@ absl::Status CheckPlacementFits(int i, const Carrier& carrier, int64_t offset,
   return absl::OkStatus();
 }
 
+// The rules' context (spec: a read-only description of the universally
+// validated candidate). It reads the representation it describes: the
+// sequences a rule asks for that the representation does not hold
+// contiguously (placements, shapes) are materialized on first use only, so
+// that a rule reading placement_layout(i) costs no copy (NOTE [ Views build in
+// place ]). A context lives for one Create or Finish call, on one thread.
 class FrozenContext final : public RepresentationValidationContext {
  public:
-  FrozenContext(const DType& logical_dtype,
-                absl::Span<const Subtensor> subtensors,
-                absl::Span<const Layout> adjacent)
-      : logical_dtype_(logical_dtype),
-        adjacent_(adjacent.begin(), adjacent.end()) {
-    for (const Subtensor& s : subtensors) {
+  explicit FrozenContext(const Representation& rep) : rep_(rep) {
+    for (const Subtensor& s : rep.subtensors())
       storage_.push_back(s.storage_dtype);
-      placements_.push_back(s.placement);
-      shapes_.push_back(s.placement.shape());
-    }
   }
-  const DType& logical_dtype() const override { return logical_dtype_; }
+  const DType& logical_dtype() const override { return rep_.logical_dtype(); }
   absl::Span<const SimpleDType* const> storage_dtypes() const override {
     return storage_;
   }
   absl::Span<const Layout> placement_layouts() const override {
+    if (placements_.empty()) {
+      for (const Subtensor& s : rep_.subtensors())
+        placements_.push_back(s.placement);
+    }
     return placements_;
   }
   absl::Span<const Layout> adjacent_layouts() const override {
-    return adjacent_;
+    return rep_.adjacent_layouts();
   }
-  absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
+  absl::Span<const IntTuple> level_shapes() const override {
+    if (shapes_.empty()) {
+      for (const Subtensor& s : rep_.subtensors())
+        shapes_.push_back(s.placement.shape());
+    }
+    return shapes_;
+  }
+  int num_levels() const override { return rep_.num_levels(); }
+  const Layout& placement_layout(int i) const override {
+    return rep_.subtensor(i).placement;
+  }
 
  private:
-  const DType& logical_dtype_;
-  const std::vector<Layout> adjacent_;
-  std::vector<const SimpleDType*> storage_;
-  std::vector<Layout> placements_;
-  std::vector<IntTuple> shapes_;
+  const Representation& rep_;
+  absl::InlinedVector<const SimpleDType*, 4> storage_;
+  mutable absl::InlinedVector<Layout, 2> placements_;
+  mutable absl::InlinedVector<IntTuple, 2> shapes_;
 };
+
+// Step 3 of Create for adjacent level i (S_i between placements source and
+// target).
+absl::Status CheckAdjacent(int i, const Layout& adjacent, const Layout& source,
+                           const Layout& target) {
+  if (adjacent.shape() != source.shape()) {
+    return ValueErrorCat(
+        "adjacent level ", i, ": shape of ", adjacent.ToString(),
+        " must equal the source placement shape ", source.shape().ToString());
+  }
+  if (adjacent.size() == 0) return absl::OkStatus();
+  if (adjacent.min_index() < 0) {
+    return ValueErrorCat("adjacent level ", i, ": ", adjacent.ToString(),
+                         " reaches linear index ", adjacent.min_index(),
+                         ", outside [0, ", target.size(), ")");
+  }
+  if (adjacent.max_index() >= target.size()) {
+    return ValueErrorCat("adjacent level ", i, ": ", adjacent.ToString(),
+                         " reaches linear index ", adjacent.max_index(),
+                         ", but level ", i + 1, " has size(L_", i + 1,
+                         ") = ", target.size());
+  }
+  return absl::OkStatus();
+}
+
+// Step 4 of Create.
+absl::Status RunRules(const Representation& rep) {
+  const CompoundDType* compound = rep.logical_dtype().AsCompound();
+  if (compound == nullptr || compound->rules().empty()) return absl::OkStatus();
+  const FrozenContext context(rep);
+  for (const auto& rule : compound->rules()) {
+    STRATA_RETURN_IF_ERROR(rule->Validate(context));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -178,46 +225,22 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
       return TypeErrorCat("adjacent level ", i,
                           ": not a Layout: ", adjacent.status().message());
     }
-    const Layout& source = *subtensors[i].placement;
-    const Layout& target = *subtensors[i + 1].placement;
-    if (adjacent->shape() != source.shape()) {
-      return ValueErrorCat(
-          "adjacent level ", i, ": shape of ", adjacent->ToString(),
-          " must equal the source placement shape ", source.shape().ToString());
-    }
-    if (adjacent->size() == 0) continue;
-    if (adjacent->min_index() < 0) {
-      return ValueErrorCat("adjacent level ", i, ": ", adjacent->ToString(),
-                           " reaches linear index ", adjacent->min_index(),
-                           ", outside [0, ", target.size(), ")");
-    }
-    if (adjacent->max_index() >= target.size()) {
-      return ValueErrorCat("adjacent level ", i, ": ", adjacent->ToString(),
-                           " reaches linear index ", adjacent->max_index(),
-                           ", but level ", i + 1, " has size(L_", i + 1,
-                           ") = ", target.size());
-    }
+    STRATA_RETURN_IF_ERROR(CheckAdjacent(i, *adjacent, *subtensors[i].placement,
+                                         *subtensors[i + 1].placement));
   }
   // Universally valid: build the representation the rules will see.
-  auto rep = std::make_shared<Representation>(PrivateTag{});
+  std::shared_ptr<Representation> rep = Allocate(static_cast<int>(n));
   rep->logical_dtype_ = logical_dtype;
   for (size_t i = 0; i < n; ++i) {
-    rep->subtensors_.push_back({schema[i], std::move(subtensors[i].carrier),
-                                subtensors[i].offset,
-                                *std::move(subtensors[i].placement)});
+    rep->subtensors_[i] = {schema[i], std::move(subtensors[i].carrier),
+                           subtensors[i].offset,
+                           *std::move(subtensors[i].placement)};
   }
   for (size_t i = 0; i + 1 < n; ++i) {
-    rep->adjacent_layouts_.push_back(*std::move(adjacent_layouts[i]));
+    rep->adjacent_[i] = *std::move(adjacent_layouts[i]);
   }
   // 4. The dtype's rules, in order, on one frozen context.
-  if (const CompoundDType* compound = logical_dtype->AsCompound();
-      compound != nullptr && !compound->rules().empty()) {
-    const FrozenContext context(*logical_dtype, rep->subtensors_,
-                                rep->adjacent_layouts_);
-    for (const auto& rule : compound->rules()) {
-      STRATA_RETURN_IF_ERROR(rule->Validate(context));
-    }
-  }
+  STRATA_RETURN_IF_ERROR(RunRules(*rep));
   return std::shared_ptr<const Representation>(std::move(rep));
 }
 
@@ -235,16 +258,118 @@ Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
         "storage schema");
   }
   STRATA_RETURN_IF_ERROR(CheckPlacementFits(0, *carrier, offset, placement));
-  auto rep = std::make_shared<Representation>(PrivateTag{});
+  std::shared_ptr<Representation> rep = Allocate(1);
   rep->logical_dtype_ = dtype;
-  rep->subtensors_.push_back(
-      {dtype, std::move(carrier), offset, std::move(placement)});
+  Subtensor& s = rep->subtensors_[0];
+  s.storage_dtype = dtype;
+  s.carrier = std::move(carrier);
+  s.offset = offset;
+  s.placement = std::move(placement);
   return std::shared_ptr<const Representation>(std::move(rep));
+}
+
+// NOTE [ Views build in place ]
+// A view (views/views.cc) costs one allocation and O(rank) work:
+//
+// clang-format off
+//  * one allocation: Allocate places the representation, its subtensors and
+//    its adjacent layouts in one make_shared block (Storage<N> for up to 4
+//    levels); IntTuples keep up to 8 leaves inline, so the Layouts in it
+//    allocate nothing;
+//  * in place: a ViewDraft copies what the view keeps from the source (the
+//    dtypes, the carriers, the offsets, the deeper placements and adjacent
+//    layouts) straight into that block, and the view writes its new L_0 and
+//    S_0 into it (LayoutAssembler, layout/layout.h), with no candidate
+//    vectors, intermediate Layouts or StatusOr copies;
+//  * validation of what a view can break: the source was validated, and a
+//    draft cannot change a dtype or a carrier, so steps 1 and 2's schema,
+//    carrier, class and dtype checks hold by construction. Everything a view
+//    does change is checked as Create checks it and with its messages: every
+//    placement's bounds against its carrier (O(1) per level from the cached
+//    Layout bounds, NOTE [ Placement bounds ]), every adjacent layout's
+//    domain and range (O(leaves)), and the new layouts themselves, which
+//    LayoutAssembler::Finish validates as Layout::Create does (O(leaves));
+//  * the dtype's rules still run, in order, on a context that reads the
+//    representation without copying it (FrozenContext above); the block rule
+//    reads placement_layout(0) and S_0 in O(leaves).
+// clang-format on
+//
+// Representation::Create, the generic factory, stays the one path for
+// candidates that nothing has validated (proto, tests, replay).
+template <int N>
+struct Representation::Storage final : Representation {
+  Storage() : Representation(PrivateTag{}) {
+    subtensors_ = subtensor_storage;
+    adjacent_ = adjacent_storage;
+    num_levels_ = N;
+  }
+  Subtensor subtensor_storage[N];
+  Layout adjacent_storage[N > 1 ? N - 1 : 1];
+};
+
+struct Representation::DynamicStorage final : Representation {
+  explicit DynamicStorage(int n)
+      : Representation(PrivateTag{}),
+        subtensor_storage(n),
+        adjacent_storage(n) {
+    subtensors_ = subtensor_storage.data();
+    adjacent_ = adjacent_storage.data();
+    num_levels_ = n;
+  }
+  std::vector<Subtensor> subtensor_storage;
+  std::vector<Layout> adjacent_storage;
+};
+
+std::shared_ptr<Representation> Representation::Allocate(int num_levels) {
+  switch (num_levels) {
+    case 1:
+      return std::make_shared<Storage<1>>();
+    case 2:
+      return std::make_shared<Storage<2>>();
+    case 3:
+      return std::make_shared<Storage<3>>();
+    case 4:
+      return std::make_shared<Storage<4>>();
+    default:
+      return std::make_shared<DynamicStorage>(num_levels);
+  }
+}
+
+Representation::ViewDraft::ViewDraft(const Representation& source)
+    : rep_(Allocate(source.num_levels_)) {
+  rep_->logical_dtype_ = source.logical_dtype_;
+  for (int i = 0; i < source.num_levels_; ++i) {
+    const Subtensor& from = source.subtensors_[i];
+    Subtensor& to = rep_->subtensors_[i];
+    to.storage_dtype = from.storage_dtype;
+    to.carrier = from.carrier;
+    to.offset = from.offset;
+    if (i > 0) to.placement = from.placement;
+    if (i > 0 && i + 1 < source.num_levels_)
+      rep_->adjacent_[i] = source.adjacent_[i];
+  }
+}
+
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::ViewDraft::Finish() && {
+  const Representation& rep = *rep_;
+  for (int i = 0; i < rep.num_levels_; ++i) {
+    const Subtensor& s = rep.subtensors_[i];
+    STRATA_RETURN_IF_ERROR(
+        CheckPlacementFits(i, *s.carrier, s.offset, s.placement));
+  }
+  for (int i = 0; i + 1 < rep.num_levels_; ++i) {
+    STRATA_RETURN_IF_ERROR(CheckAdjacent(i, rep.adjacent_[i],
+                                         rep.subtensors_[i].placement,
+                                         rep.subtensors_[i + 1].placement));
+  }
+  STRATA_RETURN_IF_ERROR(RunRules(rep));
+  return std::shared_ptr<const Representation>(std::move(rep_));
 }
 
 MutationSnapshot Representation::Snapshot() const {
   MutationSnapshot snapshot;
-  for (const Subtensor& s : subtensors_) {
+  for (const Subtensor& s : subtensors()) {
     const Carrier* carrier = s.carrier.get();
     bool seen = false;
     for (const CarrierVersion& entry : snapshot)

@@ -96,30 +96,73 @@ class Representation {
       std::shared_ptr<Carrier> carrier, int64_t offset, Layout placement);
 
   const DType& logical_dtype() const { return *logical_dtype_; }
-  absl::Span<const Subtensor> subtensors() const { return subtensors_; }
+  absl::Span<const Subtensor> subtensors() const {
+    return absl::MakeConstSpan(subtensors_, num_levels_);
+  }
   const Subtensor& subtensor(int i) const { return subtensors_[i]; }
-  int num_levels() const { return static_cast<int>(subtensors_.size()); }
+  int num_levels() const { return num_levels_; }
   absl::Span<const Layout> adjacent_layouts() const {
-    return adjacent_layouts_;
+    return absl::MakeConstSpan(adjacent_, num_levels_ - 1);
   }
 
   // Each distinct carrier once, with its current version, in order of first
   // use.
   MutationSnapshot Snapshot() const;
 
+  // A view's new representation, built in place (NOTE [ Views build in
+  // place ] in representation.cc). The draft starts as a copy of `source`
+  // except L_0 and S_0, which are 1:0 until the view writes them: the logical
+  // dtype, every storage dtype and carrier, every offset, the placements of
+  // levels >= 1 and the adjacent layouts S_i for i >= 1. A view can change
+  // offsets, placements and adjacent layouts only, never a dtype or a carrier.
+  // Finish() validates what a view can change and publishes the one
+  // allocation the draft made.
+  class ViewDraft {
+   public:
+    explicit ViewDraft(const Representation& source);
+    ViewDraft(const ViewDraft&) = delete;
+    ViewDraft& operator=(const ViewDraft&) = delete;
+
+    int num_levels() const { return rep_->num_levels_; }
+    int64_t& offset(int i) { return rep_->subtensors_[i].offset; }
+    Layout& placement(int i) { return rep_->subtensors_[i].placement; }
+    Layout& adjacent(int i) { return rep_->adjacent_[i]; }
+
+    // Checks, in Create's order and with its messages, everything a view can
+    // break: every level's placement fits its carrier (offset >= 0, offset +
+    // cosize <= carrier size, offset + min_index >= 0), shape(S_i) ==
+    // shape(L_i) and S_i reaches only [0, size(L_(i+1))); then the logical
+    // dtype's rules, in order, on one frozen context. The storage schema,
+    // the carriers, their class and their dtypes are the validated source's,
+    // unchanged. O(levels * leaves) plus the rules.
+    absl::StatusOr<std::shared_ptr<const Representation>> Finish() &&;
+
+   private:
+    std::shared_ptr<Representation> rep_;
+  };
+
  private:
   struct PrivateTag {
     explicit PrivateTag() = default;
   };
+  template <int N>
+  struct Storage;
+  struct DynamicStorage;
+  // One allocation holding the representation, its subtensors and its
+  // adjacent layouts (any number of levels; at most 4 without a second one).
+  static std::shared_ptr<Representation> Allocate(int num_levels);
 
  public:
-  // For make_shared inside the factories.
+  // For make_shared inside Allocate.
   explicit Representation(PrivateTag) {}
+  Representation(const Representation&) = delete;
+  Representation& operator=(const Representation&) = delete;
 
  private:
   const DType* logical_dtype_ = nullptr;
-  absl::InlinedVector<Subtensor, 2> subtensors_;
-  absl::InlinedVector<Layout, 1> adjacent_layouts_;
+  Subtensor* subtensors_ = nullptr;  // num_levels_ of them, in the storage.
+  Layout* adjacent_ = nullptr;       // num_levels_ - 1 of them, too.
+  int num_levels_ = 0;
 };
 
 }  // namespace strata

@@ -59,7 +59,6 @@ ModeShape Inspect(const Layout& layout, const IntTuple::Elements& elements,
 absl::StatusOr<int> BlockScaleRule::BlockedMode(
     const RepresentationValidationContext& context) const {
   const auto adjacent = context.adjacent_layouts();
-  const auto placements = context.placement_layouts();
   if (adjacent.empty()) {
     return ValueErrorCat(context.logical_dtype().name(),
                          ": block-scaled representations need a scale level");
@@ -73,7 +72,7 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
     if (s.first_extent != block_size_ || s.first_stride != 0 ||
         !s.later_nonzero)
       continue;
-    if (Inspect(placements[0], elements, i).broadcast) continue;
+    if (Inspect(context.placement_layout(0), elements, i).broadcast) continue;
     blocked = i;
     ++count;
   }
@@ -95,8 +94,7 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
 absl::Status BlockScaleRule::Validate(
     const RepresentationValidationContext& context) const {
   // An empty Tensor has no value, hence no block to give a scale to.
-  const auto placements = context.placement_layouts();
-  if (!placements.empty() && placements[0].size() == 0) {
+  if (context.num_levels() > 0 && context.placement_layout(0).size() == 0) {
     return absl::OkStatus();
   }
   return BlockedMode(context).status();

@@ -32,6 +32,16 @@ class RepresentationValidationContext {
   virtual absl::Span<const Layout> adjacent_layouts() const = 0;
   // shape(L_0), ..., shape(L_(n-1)).
   virtual absl::Span<const IntTuple> level_shapes() const = 0;
+
+  // n, and L_i alone (0 <= i < n): what placement_layouts() holds, read
+  // without materializing the sequence, for rules on the views' hot path
+  // (NOTE [ Views build in place ] in core/representation.cc).
+  virtual int num_levels() const {
+    return static_cast<int>(storage_dtypes().size());
+  }
+  virtual const Layout& placement_layout(int i) const {
+    return placement_layouts()[i];
+  }
 };
 
 // One rule a logical dtype imposes on its representations, run after universal

@@ -86,40 +86,38 @@ IntTuple::Elements IntTuple::TopElements() const {
     e.leaf = {0, 1};
     return e;
   }
+  const int rank = tokens_[0];
+  e.token.resize(rank + 1);
+  e.leaf.resize(rank + 1);
   int token = 1;
   int leaf = 0;
-  e.token.push_back(token);
-  e.leaf.push_back(leaf);
-  for (int i = 0; i < tokens_[0]; ++i) {
-    token = SubtreeEnd(token, &leaf);
-    e.token.push_back(token);
-    e.leaf.push_back(leaf);
+  e.token[0] = token;
+  e.leaf[0] = leaf;
+  for (int i = 0; i < rank; ++i) {
+    if (tokens_[token] == kLeafToken) {  // The common case: an integer mode.
+      ++token;
+      ++leaf;
+    } else {
+      token = SubtreeEnd(token, &leaf);
+    }
+    e.token[i + 1] = token;
+    e.leaf[i + 1] = leaf;
   }
   return e;
 }
 
 void IntTupleBuilder::AppendElement(const IntTuple& source,
                                     const IntTuple::Elements& elements, int i) {
-  ++tuple_.tokens_[0];
-  tuple_.tokens_.insert(tuple_.tokens_.end(),
-                        source.tokens_.begin() + elements.token[i],
-                        source.tokens_.begin() + elements.token[i + 1]);
-  tuple_.leaves_.insert(tuple_.leaves_.end(),
-                        source.leaves_.begin() + elements.leaf[i],
-                        source.leaves_.begin() + elements.leaf[i + 1]);
+  tuple_.AppendElementRange(source, elements.token[i], elements.token[i + 1],
+                            elements.leaf[i], elements.leaf[i + 1]);
 }
 
 void IntTupleBuilder::AppendInteger(int64_t value) {
-  ++tuple_.tokens_[0];
-  tuple_.tokens_.push_back(IntTuple::kLeafToken);
-  tuple_.leaves_.push_back(value);
+  tuple_.AppendIntegerElement(value);
 }
 
 IntTuple IntTupleBuilder::Build(bool unwrap_single_integer) && {
-  if (unwrap_single_integer && tuple_.tokens_.size() == 2 &&
-      tuple_.tokens_[1] == IntTuple::kLeafToken) {
-    return IntTuple(tuple_.leaves_[0]);
-  }
+  if (unwrap_single_integer) tuple_.UnwrapSingleInteger();
   return std::move(tuple_);
 }
 

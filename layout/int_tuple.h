@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "layout/small_vector.h"
 
 namespace strata {
 
@@ -56,7 +57,9 @@ class IntTuple {
   IntTuple operator[](int i) const;
 
   // All integers, in order.
-  absl::Span<const int64_t> leaves() const { return leaves_; }
+  absl::Span<const int64_t> leaves() const {
+    return absl::MakeConstSpan(leaves_.data(), leaves_.size());
+  }
   int num_leaves() const { return static_cast<int>(leaves_.size()); }
 
   // Same nesting structure, whatever the integers.
@@ -91,7 +94,9 @@ class IntTuple {
 
   // Token-level access for the layout algorithms (layout.cc, algebra.cc).
   static constexpr int32_t kLeafToken = -1;
-  absl::Span<const int32_t> tokens() const { return tokens_; }
+  absl::Span<const int32_t> tokens() const {
+    return absl::MakeConstSpan(tokens_.data(), tokens_.size());
+  }
   // Index one past the end of the subtree starting at token `begin`; adds the
   // number of leaves in that subtree to *leaf_count.
   int SubtreeEnd(int begin, int* leaf_count) const;
@@ -107,10 +112,40 @@ class IntTuple {
   Elements TopElements() const;
 
   friend class IntTupleBuilder;
+  friend class LayoutAssembler;
 
  private:
-  absl::InlinedVector<int32_t, 16> tokens_;
-  absl::InlinedVector<int64_t, 8> leaves_;
+  // In-place building (IntTupleBuilder, LayoutAssembler): the empty tuple;
+  // then element tokens [token_begin, token_end) and leaves [leaf_begin,
+  // leaf_end) of `source`, or one integer, appended as the next element.
+  void ResetToEmptyTuple() {
+    tokens_.truncate(1);  // A valid tuple has at least one token.
+    tokens_[0] = 0;
+    leaves_.clear();
+  }
+  void AppendElementRange(const IntTuple& source, int token_begin,
+                          int token_end, int leaf_begin, int leaf_end) {
+    ++tokens_[0];
+    tokens_.append(source.tokens_.data() + token_begin,
+                   source.tokens_.data() + token_end);
+    leaves_.append(source.leaves_.data() + leaf_begin,
+                   source.leaves_.data() + leaf_end);
+  }
+  void AppendIntegerElement(int64_t value) {
+    ++tokens_[0];
+    tokens_.push_back(kLeafToken);
+    leaves_.push_back(value);
+  }
+  // A tuple holding one integer becomes that integer.
+  void UnwrapSingleInteger() {
+    if (tokens_.size() == 2 && tokens_[1] == kLeafToken) {
+      tokens_.truncate(1);
+      tokens_[0] = kLeafToken;
+    }
+  }
+
+  layout_internal::SmallVector<int32_t, 16> tokens_;
+  layout_internal::SmallVector<int64_t, 8> leaves_;
 };
 
 // Builds a tuple from elements of other tuples and new integers, without the

@@ -16,6 +16,16 @@ absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
     return ValueErrorCat("stride ", stride.ToString(),
                          " is not congruent with shape ", shape.ToString());
   }
+  int64_t size, max_index, min_index;
+  STRATA_RETURN_IF_ERROR(
+      ComputeBounds(shape, stride, &size, &max_index, &min_index));
+  return Layout(std::move(shape), std::move(stride), size, max_index,
+                min_index);
+}
+
+absl::Status Layout::ComputeBounds(const IntTuple& shape,
+                                   const IntTuple& stride, int64_t* size_out,
+                                   int64_t* max_out, int64_t* min_out) {
   const auto extents = shape.leaves();
   const auto strides = stride.leaves();
   for (size_t k = 0; k < extents.size(); ++k) {
@@ -62,10 +72,26 @@ absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
   if (empty) {
     // No coordinate exists, so no index is reachable: size, cosize and bounds
     // are 0.
-    return Layout(std::move(shape), std::move(stride), 0, 0, 0);
+    size = max_index = min_index = 0;
   }
-  return Layout(std::move(shape), std::move(stride), size, max_index,
-                min_index);
+  *size_out = size;
+  *max_out = max_index;
+  *min_out = min_index;
+  return absl::OkStatus();
+}
+
+absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
+  Layout& l = *out_;
+  if (unwrap_single_integer) {
+    l.shape_.UnwrapSingleInteger();
+    l.stride_.UnwrapSingleInteger();
+  }
+  // Shape and stride were appended element by element from congruent sources:
+  // they are congruent.
+  absl::Status status = Layout::ComputeBounds(l.shape_, l.stride_, &l.size_,
+                                              &l.max_index_, &l.min_index_);
+  if (!status.ok()) l = Layout();
+  return status;
 }
 
 namespace {

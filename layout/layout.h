@@ -88,6 +88,11 @@ class Layout {
   friend bool operator!=(const Layout& a, const Layout& b) { return !(a == b); }
 
  private:
+  friend class LayoutAssembler;
+  // Layout::Create's checks of a congruent shape and stride; sets the bounds.
+  static absl::Status ComputeBounds(const IntTuple& shape,
+                                    const IntTuple& stride, int64_t* size,
+                                    int64_t* max_index, int64_t* min_index);
   Layout(IntTuple shape, IntTuple stride, int64_t size, int64_t max_index,
          int64_t min_index)
       : shape_(std::move(shape)),
@@ -101,6 +106,47 @@ class Layout {
   int64_t size_;
   int64_t max_index_;
   int64_t min_index_;
+};
+
+// Builds a layout in place, mode by mode, from top-level modes of other
+// layouts and new integer modes, without intermediate IntTuples, Layouts or
+// StatusOrs (the views' path, NOTE [ Views build in place ] in
+// core/representation.cc). Finish validates the result exactly as
+// Layout::Create does, so that `*out` is a valid layout or, on error, 1:0.
+//
+//   LayoutAssembler a(&out);
+//   a.AppendMode(l, l.shape().TopElements(), 2);  // mode 2 of l
+//   a.AppendInteger(4, 0);                         // a new mode 4:0
+//   STRATA_RETURN_IF_ERROR(a.Finish(/*unwrap_single_integer=*/true));
+class LayoutAssembler {
+ public:
+  // Starts `*out` as the empty tuple; `out` must outlive the assembler and
+  // must not be a layout that AppendMode reads.
+  explicit LayoutAssembler(Layout* out) : out_(out) {
+    out_->shape_.ResetToEmptyTuple();
+    out_->stride_.ResetToEmptyTuple();
+  }
+  // Top-level mode i of `source`, whose TopElements() are `elements`.
+  void AppendMode(const Layout& source, const IntTuple::Elements& elements,
+                  int i) {
+    out_->shape_.AppendElementRange(source.shape_, elements.token[i],
+                                    elements.token[i + 1], elements.leaf[i],
+                                    elements.leaf[i + 1]);
+    out_->stride_.AppendElementRange(source.stride_, elements.token[i],
+                                     elements.token[i + 1], elements.leaf[i],
+                                     elements.leaf[i + 1]);
+  }
+  // A new integer mode extent:stride.
+  void AppendInteger(int64_t extent, int64_t stride) {
+    out_->shape_.AppendIntegerElement(extent);
+    out_->stride_.AppendIntegerElement(stride);
+  }
+  // With `unwrap_single_integer`, one integer mode becomes an integer layout.
+  // Errors: those of Layout::Create.
+  absl::Status Finish(bool unwrap_single_integer);
+
+ private:
+  Layout* out_;
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one

@@ -26,8 +26,9 @@ namespace {
 struct ExportContext {
   std::shared_ptr<Carrier>
       carrier;  // Keeps the storage alive; never released here.
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
+  // Inline up to rank 8: one allocation per export.
+  absl::InlinedVector<int64_t, 8> shape;
+  absl::InlinedVector<int64_t, 8> strides;
   DLManagedTensor managed;
 };
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "core/errors.h"
 #include "core/status_macros.h"
@@ -36,7 +36,7 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   };
   const auto r_extents = reached.shape().leaves();
   const auto r_strides = reached.stride().leaves();
-  std::vector<Move> moves;
+  absl::InlinedVector<Move, 8> moves;
   int64_t last_index = base;
   for (size_t k = 0; k < r_extents.size(); ++k) {
     if (r_extents[k] <= 1 || r_strides[k] == 0) continue;
@@ -57,12 +57,12 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
         absl::StrCat("it reaches past the level's last index ", size - 1));
   }
   // Colexicographic weights of the leaves; bounded by size.
-  std::vector<int64_t> weight(leaves + 1);
+  absl::InlinedVector<int64_t, 9> weight(leaves + 1);
   weight[0] = 1;
   for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
 
   // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
-  std::vector<int> first(leaves + 1);
+  absl::InlinedVector<int, 9> first(leaves + 1);
   std::iota(first.begin(), first.end(), 0);
   auto runs = [&] { return static_cast<int>(first.size()) - 1; };
   auto digit = [&](int64_t value, int r) {
@@ -143,7 +143,7 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   struct BoxMode {
     int64_t extent, stride, weight;
   };
-  std::vector<BoxMode> box;
+  absl::InlinedVector<BoxMode, 8> box;
   int64_t box_size = 1;
   for (int a = 0; a < leaves; ++a) {
     if (out.extent[a] == 1) continue;
@@ -161,8 +161,8 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
     m.weight = box_size;
     box_size *= m.extent;  // At most size.
   }
-  std::vector<int64_t> alpha(r_extents.size(), 0);
-  std::vector<int64_t> reach(box.size(), 0);
+  absl::InlinedVector<int64_t, 8> alpha(r_extents.size(), 0);
+  absl::InlinedVector<int64_t, 8> reach(box.size(), 0);
   for (const Move& m : moves) {
     int64_t rest = m.stride;
     for (size_t b = box.size(); b-- > 0;) {
@@ -180,7 +180,7 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   }
 
   // The box as the level's placement, in the placement's own shape.
-  std::vector<int64_t> box_strides(leaves);
+  absl::InlinedVector<int64_t, 8> box_strides(leaves);
   for (int a = 0; a < leaves; ++a) {
     int64_t shift;
     if (!CheckedMul(out.start[a], strides[a], &shift) ||

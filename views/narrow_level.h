@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "layout/layout.h"
 
@@ -55,7 +56,7 @@ struct NarrowedLevel {
   Layout adjacent;
   // The box in the level's original leaf coordinates (start, step and
   // extent per leaf), for what the next adjacent layout reaches below it.
-  std::vector<int64_t> start, step, extent;
+  absl::InlinedVector<int64_t, 8> start, step, extent;
   // Whether the box is the whole level from index 0 (nothing changes).
   bool whole = false;
 };

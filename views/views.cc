@@ -18,6 +18,7 @@
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
 #include "views/narrow_level.h"
+#include "views/view_paths.h"
 
 namespace strata {
 namespace {
@@ -30,27 +31,16 @@ absl::StatusOr<Layout> FromTopModes(absl::Span<const Layout> modes) {
   return MakeLayout(modes);
 }
 
-// Builds the view's Tensor from new candidates through the factory.
-absl::StatusOr<Tensor> Rebuild(const Representation& source,
-                               std::vector<SubtensorCandidate> subtensors,
-                               std::vector<absl::StatusOr<Layout>> adjacent) {
-  STRATA_ASSIGN_OR_RETURN(
-      auto representation,
-      Representation::Create(&source.logical_dtype(), std::move(subtensors),
-                             std::move(adjacent)));
+// Validates the draft (NOTE [ Views build in place ] in
+// core/representation.cc) and wraps it as the view's Tensor.
+absl::StatusOr<Tensor> Publish(Representation::ViewDraft& draft) {
+  STRATA_ASSIGN_OR_RETURN(auto representation, std::move(draft).Finish());
   return MakeTensor(std::move(representation));
 }
 
-std::vector<SubtensorCandidate> Candidates(const Representation& rep) {
-  std::vector<SubtensorCandidate> out;
-  for (const Subtensor& s : rep.subtensors()) {
-    out.push_back({s.storage_dtype, s.carrier, s.offset, s.placement});
-  }
-  return out;
-}
-
-std::vector<absl::StatusOr<Layout>> Adjacent(const Representation& rep) {
-  return {rep.adjacent_layouts().begin(), rep.adjacent_layouts().end()};
+// A layout the view computed for S_0 that is not one: Create's TypeError.
+absl::Status NotAnAdjacentLayout(const absl::Status& status) {
+  return TypeErrorCat("adjacent level 0: not a Layout: ", status.message());
 }
 
 // One mode of an offset-free view: mode `source` of the input, or (source < 0)
@@ -62,23 +52,20 @@ struct ModeSpec {
 using ModeSpecs = absl::InlinedVector<ModeSpec, 8>;
 using Extents = absl::InlinedVector<int64_t, 8>;
 
-// The layout whose modes `specs` name, assembled from `layout`'s own token
-// ranges (no intermediate Layouts); one integer mode stays an integer layout.
-absl::StatusOr<Layout> Assemble(const Layout& layout,
-                                const IntTuple::Elements& elements,
-                                absl::Span<const ModeSpec> specs) {
-  IntTupleBuilder shape, stride;
+// Writes into `*out` the layout whose modes `specs` name, assembled from
+// `layout`'s own token ranges (no intermediate Layouts); one integer mode
+// stays an integer layout.
+absl::Status Assemble(const Layout& layout, const IntTuple::Elements& elements,
+                      absl::Span<const ModeSpec> specs, Layout* out) {
+  LayoutAssembler assembler(out);
   for (const ModeSpec& m : specs) {
     if (m.source >= 0) {
-      shape.AppendElement(layout.shape(), elements, m.source);
-      stride.AppendElement(layout.stride(), elements, m.source);
+      assembler.AppendMode(layout, elements, m.source);
     } else {
-      shape.AppendInteger(m.extent);
-      stride.AppendInteger(0);
+      assembler.AppendInteger(m.extent, 0);
     }
   }
-  return Layout::Create(std::move(shape).Build(true),
-                        std::move(stride).Build(true));
+  return assembler.Finish(/*unwrap_single_integer=*/true);
 }
 
 // The extent of each top-level mode.
@@ -104,14 +91,16 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
   const IntTuple::Elements elements = l0.shape().TopElements();
   STRATA_ASSIGN_OR_RETURN(ModeSpecs specs,
                           make_specs(ModeExtents(l0, elements)));
-  auto subtensors = Candidates(rep);
-  auto adjacent = Adjacent(rep);
-  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
-                          Assemble(l0, elements, specs));
+  Representation::ViewDraft draft(rep);
+  STRATA_RETURN_IF_ERROR(Assemble(l0, elements, specs, &draft.placement(0)));
   if (rep.num_levels() > 1) {
-    adjacent[0] = Assemble(rep.adjacent_layouts()[0], elements, specs);
+    if (absl::Status s = Assemble(rep.adjacent_layouts()[0], elements, specs,
+                                  &draft.adjacent(0));
+        !s.ok()) {
+      return NotAnAdjacentLayout(s);
+    }
   }
-  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  return Publish(draft);
 }
 
 // Errors of the public views begin with the function's name (the factory's and
@@ -134,36 +123,30 @@ absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
 
 // Deeper levels of NOTE [ The view invariant ]: the view reaches level i
 // through `reached` (a layout over the new level-(i-1) shape, relative to
-// linear index `base` of level i). Narrows level i to the box of its leaf grid
-// that the view reaches (NOTE [ Boxes of a level's leaf grid ]), moves base's
-// image into the level's offset, rewrites the adjacent layout into the box,
-// and continues below.
+// linear index `base` of level i), which the view wrote as the draft's S_0.
+// Narrows level i to the box of its leaf grid that the view reaches (NOTE
+// [ Boxes of a level's leaf grid ]), moves base's image into the level's
+// offset, rewrites the adjacent layout into the box, and continues below.
 absl::Status NarrowLevels(const Representation& rep, int64_t base,
-                          Layout reached,
-                          std::vector<SubtensorCandidate>* subtensors,
-                          std::vector<absl::StatusOr<Layout>>* adjacent) {
+                          Representation::ViewDraft* draft) {
   for (int level = 1; level < rep.num_levels(); ++level) {
-    if (reached.size() == 0) {  // Nothing is reached: deeper levels stay.
-      (*adjacent)[level - 1] = reached;
-      return absl::OkStatus();
-    }
+    Layout& reached = draft->adjacent(level - 1);
+    // Nothing is reached: deeper levels stay.
+    if (reached.size() == 0) return absl::OkStatus();
     auto narrowed = views_internal::NarrowLevel(rep.subtensor(level).placement,
                                                 base, reached);
     if (!narrowed.ok()) {
       return ValueErrorCat("level ", level, " cannot be narrowed exactly: ",
                            narrowed.status().message());
     }
-    if (narrowed->whole) {  // The whole level is still reached: it stays.
-      (*adjacent)[level - 1] = reached;
-      return absl::OkStatus();
-    }
-    SubtensorCandidate& candidate = (*subtensors)[level];
-    if (!CheckedAdd(candidate.offset, narrowed->offset_shift,
-                    &candidate.offset)) {
+    // The whole level is still reached: it stays.
+    if (narrowed->whole) return absl::OkStatus();
+    if (!CheckedAdd(draft->offset(level), narrowed->offset_shift,
+                    &draft->offset(level))) {
       return ValueErrorCat("level ", level, " offset overflows");
     }
-    candidate.placement = narrowed->placement;
-    (*adjacent)[level - 1] = narrowed->adjacent;
+    draft->placement(level) = std::move(narrowed->placement);
+    reached = std::move(narrowed->adjacent);
     if (level + 1 == rep.num_levels()) break;
     // Level level+1 is reached through S_level restricted to the box.
     const Layout& next = rep.adjacent_layouts()[level];
@@ -173,8 +156,8 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
       base += narrowed->start[a] * next_strides[a];  // Reached: no overflow.
     }
     STRATA_ASSIGN_OR_RETURN(
-        reached,
-        Layout::Create(narrowed->placement.shape(),
+        draft->adjacent(level),
+        Layout::Create(draft->placement(level).shape(),
                        next.stride().TransformLeaves([&](size_t a, int64_t t) {
                          return narrowed->step[a] * t;  // Reached, too.
                        })));
@@ -258,34 +241,28 @@ absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
 
 namespace {
 
-absl::StatusOr<std::vector<int64_t>> TargetExtents(absl::string_view op,
-                                                   const IntTuple& shape) {
-  std::vector<int64_t> extents;
-  const int rank = shape.is_leaf() ? 1 : shape.rank();
-  for (int i = 0; i < rank; ++i) {
-    const IntTuple mode = shape[i];  // Owns the leaves the loop reads.
-    STRATA_ASSIGN_OR_RETURN(int64_t e, TupleProduct(mode));
-    for (int64_t leaf : mode.leaves()) {
-      if (leaf < 0) {
-        return ValueErrorCat(op, ": shape ", shape.ToString(),
-                             " has a negative extent");
-      }
+absl::StatusOr<Extents> TargetExtents(absl::string_view op,
+                                      absl::Span<const int64_t> shape) {
+  for (int64_t e : shape) {
+    if (e < 0) {
+      return ValueErrorCat(op, ": shape ", IntTuple::Flat(shape).ToString(),
+                           " has a negative extent");
     }
-    extents.push_back(e);
   }
-  return extents;
+  return Extents(shape.begin(), shape.end());
 }
 
 }  // namespace
 
-static absl::StatusOr<Tensor> BroadcastToImpl(const Tensor& tensor,
-                                              const IntTuple& shape) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("BroadcastTo", shape));
+static absl::StatusOr<Tensor> BroadcastToImpl(
+    const Tensor& tensor, absl::Span<const int64_t> shape_extents) {
+  const auto shape = [&] { return IntTuple::Flat(shape_extents); };
+  STRATA_ASSIGN_OR_RETURN(Extents target,
+                          TargetExtents("BroadcastTo", shape_extents));
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     if (static_cast<int64_t>(target.size()) < rank) {
-      return ValueErrorCat("BroadcastTo: shape ", shape.ToString(), " has ",
+      return ValueErrorCat("BroadcastTo: shape ", shape().ToString(), " has ",
                            target.size(), " modes, fewer than the Tensor's ",
                            rank);
     }
@@ -309,14 +286,15 @@ static absl::StatusOr<Tensor> BroadcastToImpl(const Tensor& tensor,
 
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
                                    absl::Span<const int64_t> shape) {
-  return Named("BroadcastTo", BroadcastToImpl(tensor, IntTuple::Flat(shape)));
+  return Named("BroadcastTo", BroadcastToImpl(tensor, shape));
 }
 
 static absl::StatusOr<Tensor> BroadcastInDimImpl(
-    const Tensor& tensor, const IntTuple& shape,
+    const Tensor& tensor, absl::Span<const int64_t> shape_extents,
     absl::Span<const int64_t> dims) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("BroadcastInDim", shape));
+  const IntTuple shape = IntTuple::Flat(shape_extents);
+  STRATA_ASSIGN_OR_RETURN(Extents target,
+                          TargetExtents("BroadcastInDim", shape_extents));
   return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
     const int64_t rank = in.size();
     bool valid = static_cast<int64_t>(dims.size()) == rank;
@@ -354,30 +332,129 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
 absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
                                       absl::Span<const int64_t> shape,
                                       absl::Span<const int64_t> dims) {
-  return Named("BroadcastInDim",
-               BroadcastInDimImpl(tensor, IntTuple::Flat(shape), dims));
+  return Named("BroadcastInDim", BroadcastInDimImpl(tensor, shape, dims));
 }
 
-static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
-                                          const IntTuple& shape) {
-  STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> target,
-                          TargetExtents("Reshape", shape));
-  // Always a tuple, so that composition keeps one result mode per target mode.
-  const IntTuple flat = IntTuple::Flat(target);
-  STRATA_ASSIGN_OR_RETURN(const int64_t size, TupleProduct(flat));
-  if (size != tensor.size()) {
-    return ValueErrorCat("Reshape: shape ", shape.ToString(), " has ", size,
-                         " elements, the Tensor has ", tensor.size());
+namespace {
+
+// Reshape without composition where the answer is plain (NOTE [ Reshape by
+// merging modes ]); false where the general path must decide.
+//
+// NOTE [ Reshape by merging modes ]
+// As a function of the row-major index, a reshape composes the Tensor's
+// reversed modes with the row-major layout of the target (ReshapeImpl). When
+// every target mode is a run of whole source modes a..b-1, all of extent > 1,
+// the composition is plain: a run of one mode whose leaves no operand could
+// coalesce (every leaf of extent > 1 and, for some operand, stride(k+1) !=
+// extent(k) * stride(k)) is that mode, in L_0 and S_0 alike; a longer run of
+// integer modes whose strides chain in every operand (stride(m) ==
+// extent(m+1) * stride(m+1)) is one integer mode (product, stride(b-1)).
+// Everything else (splits, extent-1 modes, hierarchical modes in a longer
+// run, mergeable leaves) goes through composition, which these cases
+// reproduce exactly (views_test: ReshapeFastPathEqualsComposition).
+// Whether outer == extent * inner, the product checked: a leaf (2):(2^62) of a
+// huge carrier is a valid layout whose extent * stride is not an int64.
+bool Chains(int64_t outer, int64_t extent, int64_t inner) {
+  int64_t product;
+  return CheckedMul(extent, inner, &product) && product == outer;
+}
+
+bool ReshapeByMerging(const Representation& rep,
+                      absl::Span<const int64_t> target,
+                      Representation::ViewDraft* draft, absl::Status* status) {
+  const bool levels = rep.num_levels() > 1;
+  const Layout& l0 = rep.subtensor(0).placement;
+  const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
+  const IntTuple::Elements elements = l0.shape().TopElements();
+  const Extents in = ModeExtents(l0, elements);
+  const auto extents = l0.shape().leaves();
+  const auto l_strides = l0.stride().leaves();
+  const auto s_strides =
+      levels ? s0->stride().leaves() : absl::Span<const int64_t>();
+  for (int64_t e : in)
+    if (e <= 1) return false;
+  for (int64_t e : target)
+    if (e <= 1) return false;
+  // First pass: the runs, and whether each is plain.
+  absl::InlinedVector<int, 9> run_end;
+  size_t a = 0;
+  for (int64_t t : target) {
+    if (a == in.size()) return false;
+    size_t b = a;
+    int64_t product = 1;
+    while (b < in.size() && product < t) {
+      if (!CheckedMul(product, in[b], &product)) return false;
+      ++b;
+    }
+    if (product != t) return false;
+    if (b - a == 1) {
+      for (int k = elements.leaf[a]; k + 1 < elements.leaf[a + 1]; ++k) {
+        if (extents[k] <= 1 || extents[k + 1] <= 1) return false;
+        const bool l_merges =
+            Chains(l_strides[k + 1], extents[k], l_strides[k]);
+        const bool s_merges =
+            !levels || Chains(s_strides[k + 1], extents[k], s_strides[k]);
+        if (l_merges && s_merges) return false;
+      }
+    } else {
+      for (size_t m = a; m < b; ++m) {
+        if (elements.leaf[m + 1] - elements.leaf[m] != 1 ||
+            elements.token[m + 1] - elements.token[m] != 1) {
+          return false;
+        }
+      }
+      for (size_t m = a; m + 1 < b; ++m) {
+        const int k = elements.leaf[m];
+        if (!Chains(l_strides[k], extents[k + 1], l_strides[k + 1]))
+          return false;
+        if (levels && !Chains(s_strides[k], extents[k + 1], s_strides[k + 1]))
+          return false;
+      }
+    }
+    run_end.push_back(static_cast<int>(b));
+    a = b;
   }
+  if (a != in.size()) return false;
+  // Second pass: write L_0 and S_0.
+  auto write = [&](const Layout& source, absl::Span<const int64_t> strides,
+                   Layout* out) {
+    LayoutAssembler assembler(out);
+    size_t begin = 0;
+    for (size_t j = 0; j < target.size(); ++j) {
+      const size_t end = run_end[j];
+      if (end - begin == 1) {
+        assembler.AppendMode(source, elements, static_cast<int>(begin));
+      } else {
+        assembler.AppendInteger(target[j], strides[elements.leaf[end - 1]]);
+      }
+      begin = end;
+    }
+    return assembler.Finish(/*unwrap_single_integer=*/true);
+  };
+  *status = write(l0, l_strides, &draft->placement(0));
+  if (status->ok() && levels) {
+    *status = write(*s0, s_strides, &draft->adjacent(0));
+    if (!status->ok()) *status = NotAnAdjacentLayout(*status);
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace views_internal {
+
+absl::StatusOr<Tensor> ReshapeByComposition(const Tensor& tensor,
+                                            absl::Span<const int64_t> target) {
+  const IntTuple flat = IntTuple::Flat(target);
   const Representation& rep = TensorAccess::representation(tensor);
-  auto subtensors = Candidates(rep);
-  auto adjacent = Adjacent(rep);
+  Representation::ViewDraft draft(rep);
   STRATA_ASSIGN_OR_RETURN(Layout row_major, Layout::RowMajor(flat));
-  if (size == 0) {  // Nothing is reached: any layout of the new shape will do.
-    STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+  if (tensor.size() == 0) {
+    // Nothing is reached: any layout of the new shape will do.
+    STRATA_ASSIGN_OR_RETURN(draft.placement(0),
                             FromTopModes(TopLevelModes(row_major)));
-    if (rep.num_levels() > 1) adjacent[0] = subtensors[0].placement;
-    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+    if (rep.num_levels() > 1) draft.adjacent(0) = draft.placement(0);
+    return Publish(draft);
   }
   // As a function of the row-major index, the Tensor is its modes in reverse
   // order.
@@ -393,55 +470,77 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
   auto joint = ComposeJointly(reversed, 0, row_major);
   if (!joint.ok()) {
     return ValueErrorCat("Reshape: ", tensor.layout().ToString(), " to ",
-                         shape.ToString(),
+                         flat.ToString(),
                          " is not a view: ", joint.status().message());
   }
-  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
+  STRATA_ASSIGN_OR_RETURN(draft.placement(0),
                           FromTopModes(TopLevelModes(joint->results[0])));
   if (rep.num_levels() > 1) {
-    adjacent[0] = FromTopModes(TopLevelModes(joint->results[1]));
+    auto s0 = FromTopModes(TopLevelModes(joint->results[1]));
+    if (!s0.ok()) return NotAnAdjacentLayout(s0.status());
+    draft.adjacent(0) = *std::move(s0);
   }
-  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  return Publish(draft);
+}
+
+}  // namespace views_internal
+
+static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
+                                          absl::Span<const int64_t> shape) {
+  STRATA_ASSIGN_OR_RETURN(Extents target, TargetExtents("Reshape", shape));
+  int64_t size = 1;
+  for (int64_t e : target) {
+    if (!CheckedMul(size, e, &size)) {
+      return ValueErrorCat("Reshape: size of ",
+                           IntTuple::Flat(shape).ToString(),
+                           " overflows 64 bits");
+    }
+  }
+  if (size != tensor.size()) {
+    return ValueErrorCat("Reshape: shape ", IntTuple::Flat(shape).ToString(),
+                         " has ", size, " elements, the Tensor has ",
+                         tensor.size());
+  }
+  const Representation& rep = TensorAccess::representation(tensor);
+  if (size > 0) {
+    Representation::ViewDraft draft(rep);
+    absl::Status status;
+    if (ReshapeByMerging(rep, target, &draft, &status)) {
+      STRATA_RETURN_IF_ERROR(status);
+      return Publish(draft);
+    }
+  }
+  return views_internal::ReshapeByComposition(tensor, target);
 }
 
 absl::StatusOr<Tensor> Reshape(const Tensor& tensor,
                                absl::Span<const int64_t> shape) {
-  return Named("Reshape", ReshapeImpl(tensor, IntTuple::Flat(shape)));
+  return Named("Reshape", ReshapeImpl(tensor, shape));
 }
 
-static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
-                                        int64_t start, int64_t stop,
-                                        int64_t step) {
+namespace views_internal {
+
+absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
+                                          int64_t start, int64_t count,
+                                          int64_t step) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Modes l_modes = TopLevelModes(rep.subtensor(0).placement);
-  STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, l_modes.size()));
-  const int64_t extent = l_modes[dim].size();
-  if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
-  if (start < 0 || start > stop || stop > extent) {
-    return ValueErrorCat("Slice: [", start, ", ", stop,
-                         ") is not a range within [0, ", extent,
-                         "] with start <= stop (dim ", dim, ")");
-  }
-  // ceil((stop - start) / step) without overflow: 0 <= stop - start and
-  // step > 0 (NumPy and PyTorch give 1 element for Slice(t, d, 0, 8,
-  // INT64_MAX)).
-  const int64_t count = CeilDiv(stop - start, step);
-  auto subtensors = Candidates(rep);
-  auto adjacent = Adjacent(rep);
+  Representation::ViewDraft draft(rep);
   const bool levels = rep.num_levels() > 1;
   Modes s_modes;
   if (levels) s_modes = TopLevelModes(rep.adjacent_layouts()[0]);
-  int64_t base = 0;
   if (count == 0) {
     STRATA_ASSIGN_OR_RETURN(Layout empty, Layout::Create(0, 0));
     Modes l = l_modes;
     l[dim] = empty;
-    STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l));
+    STRATA_ASSIGN_OR_RETURN(draft.placement(0), FromTopModes(l));
     if (levels) {
       s_modes[dim] = empty;
-      adjacent[0] = FromTopModes(s_modes);
+      auto s0 = FromTopModes(s_modes);
+      if (!s0.ok()) return NotAnAdjacentLayout(s0.status());
+      draft.adjacent(0) = *std::move(s0);
     }
-    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+    return Publish(draft);
   }
   std::vector<Layout> operands = {l_modes[dim]};
   if (levels) operands.push_back(s_modes[dim]);
@@ -454,19 +553,81 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
   }
   Modes l = l_modes;
   l[dim] = joint->results[0];
-  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement, FromTopModes(l));
-  if (!CheckedAdd(subtensors[0].offset, joint->bases[0],
-                  &subtensors[0].offset)) {
+  STRATA_ASSIGN_OR_RETURN(draft.placement(0), FromTopModes(l));
+  if (!CheckedAdd(draft.offset(0), joint->bases[0], &draft.offset(0))) {
     return ValueError("Slice: offset overflows");
   }
   if (levels) {
     s_modes[dim] = joint->results[1];
-    STRATA_ASSIGN_OR_RETURN(Layout reached, FromTopModes(s_modes));
-    base = joint->bases[1];
-    STRATA_RETURN_IF_ERROR(
-        NarrowLevels(rep, base, std::move(reached), &subtensors, &adjacent));
+    STRATA_ASSIGN_OR_RETURN(draft.adjacent(0), FromTopModes(s_modes));
+    STRATA_RETURN_IF_ERROR(NarrowLevels(rep, joint->bases[1], &draft));
   }
-  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  return Publish(draft);
+}
+
+}  // namespace views_internal
+
+// A slice of an integer mode (in L_0 and S_0) by at least two elements is the
+// integer mode count:(step * stride) from start * stride (what composition
+// gives, views_test: SliceFastPathEqualsComposition); anything else goes
+// through composition.
+static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
+                                        int64_t start, int64_t stop,
+                                        int64_t step) {
+  const Representation& rep = TensorAccess::representation(tensor);
+  const Layout& l0 = rep.subtensor(0).placement;
+  const IntTuple::Elements elements = l0.shape().TopElements();
+  STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, elements.size()));
+  const int64_t extent = ModeExtents(l0, elements)[dim];
+  if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
+  if (start < 0 || start > stop || stop > extent) {
+    return ValueErrorCat("Slice: [", start, ", ", stop,
+                         ") is not a range within [0, ", extent,
+                         "] with start <= stop (dim ", dim, ")");
+  }
+  // ceil((stop - start) / step) without overflow: 0 <= stop - start and
+  // step > 0 (NumPy and PyTorch give 1 element for Slice(t, d, 0, 8,
+  // INT64_MAX)).
+  const int64_t count = CeilDiv(stop - start, step);
+  const bool levels = rep.num_levels() > 1;
+  const bool integer_mode = elements.token[dim + 1] - elements.token[dim] == 1;
+  int64_t l_stride, s_stride = 0;
+  if (count >= 2 && integer_mode &&
+      CheckedMul(step, l0.stride().leaves()[elements.leaf[dim]], &l_stride) &&
+      (!levels ||
+       CheckedMul(
+           step,
+           rep.adjacent_layouts()[0].stride().leaves()[elements.leaf[dim]],
+           &s_stride))) {
+    Representation::ViewDraft draft(rep);
+    auto write = [&](const Layout& source, int64_t stride, Layout* out) {
+      LayoutAssembler assembler(out);
+      for (int i = 0; i < elements.size(); ++i) {
+        if (i == dim) {
+          assembler.AppendInteger(count, stride);
+        } else {
+          assembler.AppendMode(source, elements, i);
+        }
+      }
+      return assembler.Finish(/*unwrap_single_integer=*/true);
+    };
+    STRATA_RETURN_IF_ERROR(write(l0, l_stride, &draft.placement(0)));
+    // start < extent: start * stride is a reachable index, no overflow.
+    const int64_t l_base = start * l0.stride().leaves()[elements.leaf[dim]];
+    if (!CheckedAdd(draft.offset(0), l_base, &draft.offset(0))) {
+      return ValueError("Slice: offset overflows");
+    }
+    if (levels) {
+      const Layout& s0 = rep.adjacent_layouts()[0];
+      if (absl::Status s = write(s0, s_stride, &draft.adjacent(0)); !s.ok()) {
+        return NotAnAdjacentLayout(s);
+      }
+      const int64_t s_base = start * s0.stride().leaves()[elements.leaf[dim]];
+      STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
+    }
+    return Publish(draft);
+  }
+  return views_internal::SliceByComposition(tensor, dim, start, count, step);
 }
 
 absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
@@ -482,19 +643,18 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
                          " is negative; Tensor offsets must be non-negative");
   }
   const Representation& rep = TensorAccess::representation(tensor);
-  auto subtensors = Candidates(rep);
-  auto adjacent = Adjacent(rep);
-  subtensors[0].offset = offset;
-  subtensors[0].placement = layout;
+  Representation::ViewDraft draft(rep);
+  draft.offset(0) = offset;
+  draft.placement(0) = layout;
   if (rep.num_levels() == 1 || layout.size() == 0) {
     if (rep.num_levels() > 1) {
       STRATA_ASSIGN_OR_RETURN(
-          adjacent[0],
+          draft.adjacent(0),
           Layout::Create(layout.shape(),
                          layout.shape().TransformLeaves(
                              [](size_t, int64_t) { return int64_t{0}; })));
     }
-    return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+    return Publish(draft);
   }
   // Map each new coordinate back to a source coordinate through L_0's left
   // inverse.
@@ -559,12 +719,10 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
     return ValueErrorCat("AsStrided: composition changed the rank of ",
                          layout.ToString(), " to that of ", x.ToString());
   };
-  STRATA_ASSIGN_OR_RETURN(subtensors[0].placement,
-                          keep_modes(forward->results[0]));
-  STRATA_ASSIGN_OR_RETURN(Layout reached, keep_modes(forward->results[1]));
-  STRATA_RETURN_IF_ERROR(NarrowLevels(
-      rep, forward->bases[1], std::move(reached), &subtensors, &adjacent));
-  return Rebuild(rep, std::move(subtensors), std::move(adjacent));
+  STRATA_ASSIGN_OR_RETURN(draft.placement(0), keep_modes(forward->results[0]));
+  STRATA_ASSIGN_OR_RETURN(draft.adjacent(0), keep_modes(forward->results[1]));
+  STRATA_RETURN_IF_ERROR(NarrowLevels(rep, forward->bases[1], &draft));
+  return Publish(draft);
 }
 
 absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,

@@ -10,11 +10,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "carrier/carrier.h"
 #include "dtype/registry.h"
+#include "layout/alloc_counter.h"
 #include "ops/dlpack.h"
 #include "ops/ops.h"
 #include "views/views.h"
@@ -40,6 +42,15 @@ Tensor StrataRank4() {
 
 at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
+// Heap allocations per iteration since `before`, as the counter `allocs`
+// (layout/alloc_counter.h counts every operator new of the binary, libtorch's
+// included).
+void ReportAllocs(benchmark::State& state, int64_t before) {
+  state.counters["allocs"] = benchmark::Counter(
+      static_cast<double>(testing::AllocationCount() - before),
+      benchmark::Counter::kAvgIterations);
+}
+
 // --- Construction ------------------------------------------------------------
 
 void Create(benchmark::State& state, const char* layout_text, bool strata) {
@@ -51,6 +62,7 @@ void Create(benchmark::State& state, const char* layout_text, bool strata) {
   sizes.assign(extents.begin(), extents.end());
   strides.assign(steps.begin(), steps.end());
   void* data = carrier->mutable_data();
+  const int64_t before = testing::AllocationCount();
   if (strata) {
     for (auto _ : state)
       benchmark::DoNotOptimize(Tensor::Create(carrier, 0, layout));
@@ -58,6 +70,7 @@ void Create(benchmark::State& state, const char* layout_text, bool strata) {
     for (auto _ : state)
       benchmark::DoNotOptimize(torch::from_blob(data, sizes, strides));
   }
+  ReportAllocs(state, before);
 }
 BENCHMARK_CAPTURE(Create, rank1 / strata, "1024:1", true);
 BENCHMARK_CAPTURE(Create, rank1 / torch, "1024:1", false);
@@ -70,37 +83,60 @@ BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
 
 // --- Views on (8,16,32,64) ---------------------------------------------------
 
-#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)         \
-  void name##_strata(benchmark::State& state) {                 \
-    const Tensor t = StrataRank4();                             \
-    for (auto _ : state) benchmark::DoNotOptimize(strata_expr); \
-  }                                                             \
-  void name##_torch(benchmark::State& state) {                  \
-    const at::Tensor t = TorchRank4();                          \
-    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);  \
-  }                                                             \
-  BENCHMARK(name##_strata)->Name(#name "/strata");              \
+#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)                   \
+  void name##_strata(benchmark::State& state) {                           \
+    const Tensor t = StrataRank4();                                       \
+    if (const auto first = (strata_expr); !first.ok()) {                  \
+      state.SkipWithError(std::string(first.status().message()).c_str()); \
+      return;                                                             \
+    }                                                                     \
+    const int64_t before = testing::AllocationCount();                    \
+    for (auto _ : state) benchmark::DoNotOptimize(strata_expr);           \
+    ReportAllocs(state, before);                                          \
+  }                                                                       \
+  void name##_torch(benchmark::State& state) {                            \
+    const at::Tensor t = TorchRank4();                                    \
+    const int64_t before = testing::AllocationCount();                    \
+    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);            \
+    ReportAllocs(state, before);                                          \
+  }                                                                       \
+  BENCHMARK(name##_strata)->Name(#name "/strata");                        \
   BENCHMARK(name##_torch)->Name(#name "/torch");
 
 const std::vector<int64_t> kPerm = {3, 1, 2, 0};
 STRATA_VIEW_PAIR(Permute, Permute(t, kPerm), t.permute({3, 1, 2, 0}))
 STRATA_VIEW_PAIR(SliceStep, Slice(t, 1, 2, 14, 3), t.slice(1, 2, 14, 3))
 STRATA_VIEW_PAIR(Reshape, Reshape(t, {128, 32, 64}), t.view({128, 32, 64}))
-STRATA_VIEW_PAIR(AsStrided,
-                 AsStrided(t, *ParseLayout("(4,16,32,64):(32768,2048,64,1)"),
-                           32768),
-                 t.as_strided({4, 16, 32, 64}, {32768, 2048, 64, 1}, 32768))
+// Both sides get their sizes prepared: the layout is parsed once, outside the
+// timed loop, as libtorch's sizes and strides are built once.
+const Layout& AsStridedLayout() {
+  static const Layout* const layout =
+      new Layout(*ParseLayout("(4,16,32,64):(32768,2048,64,1)"));
+  return *layout;
+}
+const std::vector<int64_t> kAsStridedSizes = {4, 16, 32, 64};
+const std::vector<int64_t> kAsStridedStrides = {32768, 2048, 64, 1};
+STRATA_VIEW_PAIR(AsStrided, AsStrided(t, AsStridedLayout(), 32768),
+                 t.as_strided(kAsStridedSizes, kAsStridedStrides, 32768))
 STRATA_VIEW_PAIR(Expand, BroadcastTo(t, {4, 8, 16, 32, 64}),
                  t.expand({4, 8, 16, 32, 64}))
 STRATA_VIEW_PAIR(Unsqueeze, Unsqueeze(t, 2), t.unsqueeze(2))
 
 void Squeeze_strata(benchmark::State& state) {
   const Tensor t = *Unsqueeze(StrataRank4(), 2);
+  if (const auto first = Squeeze(t, 2); !first.ok()) {
+    state.SkipWithError(std::string(first.status().message()).c_str());
+    return;
+  }
+  const int64_t before = testing::AllocationCount();
   for (auto _ : state) benchmark::DoNotOptimize(Squeeze(t, 2));
+  ReportAllocs(state, before);
 }
 void Squeeze_torch(benchmark::State& state) {
   const at::Tensor t = TorchRank4().unsqueeze(2);
+  const int64_t before = testing::AllocationCount();
   for (auto _ : state) benchmark::DoNotOptimize(t.squeeze(2));
+  ReportAllocs(state, before);
 }
 BENCHMARK(Squeeze_strata)->Name("Squeeze/strata");
 BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
@@ -109,19 +145,23 @@ BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
 
 void ToDLPack_strata(benchmark::State& state) {
   const Tensor t = StrataRank4();
+  const int64_t before = testing::AllocationCount();
   for (auto _ : state) {
     DLManagedTensor* m = *ToDLPack(t);
     benchmark::DoNotOptimize(m);
     m->deleter(m);
   }
+  ReportAllocs(state, before);
 }
 void ToDLPack_torch(benchmark::State& state) {
   const at::Tensor t = TorchRank4();
+  const int64_t before = testing::AllocationCount();
   for (auto _ : state) {
     DLManagedTensor* m = at::toDLPack(t);
     benchmark::DoNotOptimize(m);
     m->deleter(m);
   }
+  ReportAllocs(state, before);
 }
 BENCHMARK(ToDLPack_strata)->Name("ToDLPack/strata");
 BENCHMARK(ToDLPack_torch)->Name("ToDLPack/torch");
