@@ -8,6 +8,7 @@
 #include "core/errors.h"
 #include "dtype/dtype.h"
 #include "layout/algebra.h"
+#include "layout/checked_math.h"
 
 namespace strata {
 namespace {
@@ -41,9 +42,12 @@ ModeShape Inspect(const Layout& layout, const IntTuple::Elements& elements,
   for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
     if (extents[k] == 1) continue;
     if (strides[k] != 0) m.broadcast = false;
-    if (extent != 0 &&
-        strides[k] == extent * stride) {  // Bounded by the layout.
-      extent *= extents[k];
+    // extent * stride may pass INT64_MAX (extent 2, stride 2^62) where the
+    // layout itself fits; such a product is never a stride of the layout.
+    int64_t seam;
+    if (extent != 0 && CheckedMul(extent, stride, &seam) &&
+        strides[k] == seam) {
+      extent *= extents[k];  // At most the layout's size.
       continue;
     }
     if (extent != 0) flush();
