@@ -24,6 +24,7 @@
 #include "core/representation.h"
 #include "core/status_macros.h"
 #include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/checked_math.h"
@@ -411,12 +412,11 @@ absl::StatusOr<Tensor> BuildPair(
   std::vector<int64_t> logical = p.prefix, scale_shape = p.prefix;
   logical.push_back(n);
   scale_shape.push_back(p.groups);
-  std::vector<int64_t> row_major(rank), weights(rank);
   // The products fit unless a zero extent hides an overflow (the strides of
-  // the blocks' own row-major layout fit, the values' may not: twice as big).
+  // the blocks' own row-major layout fit, the values' may not: twice as big);
+  // both are taken in the order the layouts' strides are.
   int64_t running = 1;
   for (int64_t j = rank; j-- > 0;) {
-    row_major[j] = running;
     if (!CheckedMul(running, logical[j], &running)) {
       return PairError(p.name, b, s,
                        absl::StrCat("the logical shape ", ShapeText(logical),
@@ -426,7 +426,6 @@ absl::StatusOr<Tensor> BuildPair(
   const int64_t values = running;
   running = 1;
   for (int64_t j = 0; j < rank; ++j) {
-    weights[j] = running;
     if (!CheckedMul(running, scale_shape[j], &running)) {
       return PairError(p.name, b, s,
                        absl::StrCat("the scale shape ", ShapeText(scale_shape),
@@ -434,23 +433,11 @@ absl::StatusOr<Tensor> BuildPair(
     }
   }
   const int64_t scales = running;
-  std::vector<IntTuple> shape, l0_stride, s0_stride;
-  for (int64_t j = 0; j + 1 < rank; ++j) {
-    shape.push_back(logical[j]);
-    l0_stride.push_back(row_major[j]);
-    s0_stride.push_back(weights[j]);
-  }
-  shape.push_back(IntTuple::Tuple({32, p.groups}));
-  l0_stride.push_back(IntTuple::Tuple({1, 32}));
-  s0_stride.push_back(IntTuple::Tuple({0, weights[rank - 1]}));
   STRATA_ASSIGN_OR_RETURN(
-      Layout l0,
-      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(l0_stride)));
+      BlockScaledValueLayouts value_layouts,
+      MakeBlockScaledValueLayouts(logical, rank - 1, 32, scale_shape));
   STRATA_ASSIGN_OR_RETURN(Layout l1,
                           Layout::RowMajor(IntTuple::Flat(scale_shape)));
-  STRATA_ASSIGN_OR_RETURN(
-      Layout s0,
-      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
   STRATA_ASSIGN_OR_RETURN(
       std::shared_ptr<MappedCarrier> value_carrier,
       MappedCarrier::Create(*dtypes::Float4E2M1FN(), values, region, b.begin));
@@ -458,12 +445,12 @@ absl::StatusOr<Tensor> BuildPair(
       std::shared_ptr<MappedCarrier> scale_carrier,
       MappedCarrier::Create(*dtypes::Float8E8M0FNU(), scales, region, s.begin));
   std::vector<SubtensorCandidate> subtensors;
-  subtensors.push_back(
-      {dtypes::Float4E2M1FN(), std::move(value_carrier), 0, std::move(l0)});
+  subtensors.push_back({dtypes::Float4E2M1FN(), std::move(value_carrier), 0,
+                        std::move(value_layouts.values)});
   subtensors.push_back(
       {dtypes::Float8E8M0FNU(), std::move(scale_carrier), 0, std::move(l1)});
   std::vector<absl::StatusOr<Layout>> adjacent;
-  adjacent.push_back(std::move(s0));
+  adjacent.push_back(std::move(value_layouts.adjacent));
   STRATA_ASSIGN_OR_RETURN(
       auto representation,
       Representation::Create(dtypes::MXFP4(), std::move(subtensors),

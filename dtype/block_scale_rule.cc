@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
+#include "core/status_macros.h"
 #include "dtype/dtype.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
@@ -102,6 +103,44 @@ absl::Status BlockScaleRule::Validate(
     return absl::OkStatus();
   }
   return BlockedMode(context).status();
+}
+
+absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
+    absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
+    absl::Span<const int64_t> scale_domain) {
+  const int64_t rank = static_cast<int64_t>(extents.size());
+  const auto times = [](int64_t a, int64_t b) {
+    int64_t p;
+    return CheckedMul(a, b, &p) ? p : 0;
+  };
+  std::vector<int64_t> row_major(rank);
+  int64_t running = 1;
+  for (int64_t j = rank; j-- > 0;) {
+    row_major[j] = running;
+    running = times(running, extents[j]);
+  }
+  std::vector<IntTuple> shape, l0_stride, s0_stride;
+  running = 1;
+  for (int64_t j = 0; j < rank; ++j) {
+    if (j == blocked_dim) {
+      shape.push_back(IntTuple::Tuple({block, extents[j] / block}));
+      l0_stride.push_back(
+          IntTuple::Tuple({row_major[j], times(row_major[j], block)}));
+      s0_stride.push_back(IntTuple::Tuple({0, running}));
+    } else {
+      shape.push_back(extents[j]);
+      l0_stride.push_back(row_major[j]);
+      s0_stride.push_back(running);
+    }
+    running = times(running, scale_domain[j]);
+  }
+  BlockScaledValueLayouts out;
+  const IntTuple value_shape = IntTuple::Tuple(shape);
+  STRATA_ASSIGN_OR_RETURN(
+      out.values, Layout::Create(value_shape, IntTuple::Tuple(l0_stride)));
+  STRATA_ASSIGN_OR_RETURN(
+      out.adjacent, Layout::Create(value_shape, IntTuple::Tuple(s0_stride)));
+  return out;
 }
 
 }  // namespace strata

@@ -21,7 +21,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "dtype/representation_rule.h"
+#include "layout/layout.h"
 
 namespace strata {
 
@@ -44,6 +46,23 @@ class BlockScaleRule final : public RepresentationRule {
  private:
   int64_t block_size_;
 };
+
+// The value-side layouts that QuantizeBlockScaled and the safetensors reader
+// give a block-scaled Tensor of `extents` with blocks of `block` along
+// `blocked_dim`: L_0 row-major over `extents` with the blocked mode written
+// (block, n/block), and S_0 one scale per block into a level-1 domain of
+// `scale_domain` extents (colexicographic weights, the blocked mode's entry
+// counting blocks). A product of extents that overflows has a zero extent
+// beyond it, so the Tensor is empty and that stride is never used: 0.
+// Preconditions: equal ranks, blocked_dim in range, extents[blocked_dim] a
+// multiple of block. Errors: those of Layout::Create.
+struct BlockScaledValueLayouts {
+  Layout values;    // L_0
+  Layout adjacent;  // S_0
+};
+absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
+    absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
+    absl::Span<const int64_t> scale_domain);
 
 }  // namespace strata
 

@@ -179,35 +179,19 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
     int64_t p;
     return CheckedMul(a, b, &p) ? p : 0;
   };
-  std::vector<IntTuple> shape, l0_stride, scale_shape, s0_stride, l1_stride;
-  std::vector<int64_t> row_major(rank);
-  int64_t running = 1;
-  for (int64_t j = rank; j-- > 0;) {
-    row_major[j] = running;
-    running = times(running, modes[j].size());
-  }
+  std::vector<IntTuple> scale_shape, l1_stride;
+  // S_0 addresses level 1's domain: the shape's extents with n/B in the
+  // blocked dim (padded to Rp, Bp when swizzled).
+  std::vector<int64_t> extents(rank), domain(rank);
   for (int64_t j = 0; j < rank; ++j) {
-    if (j == blocked_dim) {
-      shape.push_back(IntTuple::Tuple({block, blocks}));
-      l0_stride.push_back(
-          IntTuple::Tuple({row_major[j], times(row_major[j], block)}));
-    } else {
-      shape.push_back(modes[j].size());
-      l0_stride.push_back(row_major[j]);
-    }
+    extents[j] = modes[j].size();
+    domain[j] = j == blocked_dim
+                    ? (swizzled ? padded_blocks : blocks)
+                    : (swizzled && j == row_dim ? padded_rows : extents[j]);
   }
-  // S_0: colexicographic weights of level 1's domain, whose extents are the
-  // shape's with n/B in the blocked dim (padded to Rp, Bp when swizzled).
-  running = 1;
-  for (int64_t j = 0; j < rank; ++j) {
-    const int64_t domain =
-        j == blocked_dim
-            ? (swizzled ? padded_blocks : blocks)
-            : (swizzled && j == row_dim ? padded_rows : modes[j].size());
-    s0_stride.push_back(j == blocked_dim ? IntTuple::Tuple({0, running})
-                                         : IntTuple(running));
-    running = times(running, domain);
-  }
+  STRATA_ASSIGN_OR_RETURN(
+      BlockScaledValueLayouts value_layouts,
+      MakeBlockScaledValueLayouts(extents, blocked_dim, block, domain));
   Layout l1;
   if (swizzled) {
     int64_t batch_stride = tile;
@@ -238,12 +222,8 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
     }
     STRATA_ASSIGN_OR_RETURN(l1, Layout::RowMajor(IntTuple::Tuple(scale_shape)));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      Layout l0,
-      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(l0_stride)));
-  STRATA_ASSIGN_OR_RETURN(
-      Layout s0,
-      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(s0_stride)));
+  Layout& l0 = value_layouts.values;
+  Layout& s0 = value_layouts.adjacent;
 
   // The kernel: every block of every (outer, inner) pair. An empty source
   // has none (and its offset tables could be huge: a (2^41, 0) source has
