@@ -304,7 +304,17 @@ struct Representation::Storage final : Representation {
     num_levels_ = N;
   }
   Subtensor subtensor_storage[N];
-  Layout adjacent_storage[N > 1 ? N - 1 : 1];
+  Layout adjacent_storage[N - 1];
+};
+
+// One level has no adjacent layout to hold.
+template <>
+struct Representation::Storage<1> final : Representation {
+  Storage() : Representation(PrivateTag{}) {
+    subtensors_ = &subtensor_storage;
+    num_levels_ = 1;
+  }
+  Subtensor subtensor_storage;
 };
 
 struct Representation::DynamicStorage final : Representation {
@@ -350,20 +360,53 @@ Representation::ViewDraft::ViewDraft(const Representation& source)
   }
 }
 
-absl::StatusOr<std::shared_ptr<const Representation>>
-Representation::ViewDraft::Finish() && {
+namespace {
+
+// Whether a placement passes CheckPlacementFits, without building a message
+// (the views' success path).
+inline bool PlacementFits(const Carrier& carrier, int64_t offset,
+                          const Layout& placement) {
+  const int64_t size = carrier.size();
+  if (offset < 0 || size < 0) return false;
+  if (placement.size() == 0) return offset <= size;
+  // offset >= 0 and cosize >= 1: the sum overflows exactly when it wraps
+  // negative, and offset + min_index cannot overflow.
+  int64_t needed;
+  return CheckedAdd(offset, placement.cosize(), &needed) && needed <= size &&
+         offset + placement.min_index() >= 0;
+}
+
+// Whether an adjacent layout passes CheckAdjacent, without a message.
+inline bool AdjacentFits(const Layout& adjacent, const Layout& source,
+                         const Layout& target) {
+  if (adjacent.shape() != source.shape()) return false;
+  return adjacent.size() == 0 ||
+         (adjacent.min_index() >= 0 && adjacent.max_index() < target.size());
+}
+
+}  // namespace
+
+absl::Status Representation::ViewDraft::Check() const {
   const Representation& rep = *rep_;
   for (int i = 0; i < rep.num_levels_; ++i) {
     const Subtensor& s = rep.subtensors_[i];
-    STRATA_RETURN_IF_ERROR(
-        CheckPlacementFits(i, *s.carrier, s.offset, s.placement));
+    if (!PlacementFits(*s.carrier, s.offset, s.placement)) {
+      return CheckPlacementFits(i, *s.carrier, s.offset, s.placement);
+    }
   }
   for (int i = 0; i + 1 < rep.num_levels_; ++i) {
-    STRATA_RETURN_IF_ERROR(CheckAdjacent(i, rep.adjacent_[i],
-                                         rep.subtensors_[i].placement,
-                                         rep.subtensors_[i + 1].placement));
+    const Layout& source = rep.subtensors_[i].placement;
+    const Layout& target = rep.subtensors_[i + 1].placement;
+    if (!AdjacentFits(rep.adjacent_[i], source, target)) {
+      return CheckAdjacent(i, rep.adjacent_[i], source, target);
+    }
   }
-  STRATA_RETURN_IF_ERROR(RunRules(rep));
+  return RunRules(rep);
+}
+
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::ViewDraft::Finish() && {
+  STRATA_RETURN_IF_ERROR(Check());
   return std::shared_ptr<const Representation>(std::move(rep_));
 }
 

@@ -136,6 +136,11 @@ class Representation {
     // the carriers, their class and their dtypes are the validated source's,
     // unchanged. O(levels * leaves) plus the rules.
     absl::StatusOr<std::shared_ptr<const Representation>> Finish() &&;
+    // Finish in two steps, without a StatusOr of the representation: Check()
+    // validates as Finish does; Take() then publishes. Precondition of Take:
+    // Check() returned OK.
+    absl::Status Check() const;
+    std::shared_ptr<const Representation> Take() && { return std::move(rep_); }
 
    private:
     std::shared_ptr<Representation> rep_;

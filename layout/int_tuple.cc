@@ -89,6 +89,15 @@ IntTuple::Elements IntTuple::TopElements() const {
   const int rank = tokens_[0];
   e.token.resize(rank + 1);
   e.leaf.resize(rank + 1);
+  if (tokens_.size() == leaves_.size() + 1) {
+    // A flat tuple (only the root is not a leaf): element i is token i + 1
+    // and leaf i.
+    for (int i = 0; i <= rank; ++i) {
+      e.token[i] = i + 1;
+      e.leaf[i] = i;
+    }
+    return e;
+  }
   int token = 1;
   int leaf = 0;
   e.token[0] = token;

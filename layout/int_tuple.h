@@ -1,7 +1,7 @@
 // IntTuple: an integer, or an ordered tuple of IntTuples (CuTe's IntTuple).
 //
 // Shapes, strides and coordinates of layouts are IntTuples. The tree is stored
-// flat, in preorder, so that a tuple of up to 8 leaves (and up to 16 nodes)
+// flat, in preorder, so that a tuple of up to 8 leaves (and up to 12 nodes)
 // lives inline without a heap allocation:
 // clang-format off
 //   tokens_  one entry per node: kLeafToken for an integer, else the node's
@@ -31,10 +31,10 @@ namespace strata {
 class IntTuple {
  public:
   // The integer 0.
-  IntTuple() : tokens_{kLeafToken}, leaves_{0} {}
+  IntTuple() : tokens_(kLeafToken), leaves_(int64_t{0}) {}
   // An integer (implicit, so that shapes read naturally: IntTuple::Tuple({4,
   // 8})).
-  IntTuple(int64_t value) : tokens_{kLeafToken}, leaves_{value} {}  // NOLINT
+  IntTuple(int64_t value) : tokens_(kLeafToken), leaves_(value) {}  // NOLINT
   IntTuple(int value) : IntTuple(static_cast<int64_t>(value)) {}    // NOLINT
 
   // The tuple of `elements`, in order. Tuple({}) is the empty tuple "()".
@@ -105,8 +105,8 @@ class IntTuple {
   // token[i+1]) and leaves [leaf[i], leaf[i+1]). An integer is its own single
   // element.
   struct Elements {
-    absl::InlinedVector<int32_t, 9> token;
-    absl::InlinedVector<int32_t, 9> leaf;
+    layout_internal::SmallVector<int32_t, 9> token;
+    layout_internal::SmallVector<int32_t, 9> leaf;
     int size() const { return static_cast<int>(token.size()) - 1; }
   };
   Elements TopElements() const;
@@ -136,6 +136,16 @@ class IntTuple {
     tokens_.push_back(kLeafToken);
     leaves_.push_back(value);
   }
+  // Leaves only, for a tuple whose tokens are copied from a congruent one
+  // afterwards (LayoutAssembler's strides).
+  void AppendLeafRange(const IntTuple& source, int leaf_begin, int leaf_end) {
+    leaves_.append(source.leaves_.data() + leaf_begin,
+                   source.leaves_.data() + leaf_end);
+  }
+  void AppendLeaf(int64_t value) { leaves_.push_back(value); }
+  void CopyTokensFrom(const IntTuple& congruent) {
+    tokens_ = congruent.tokens_;
+  }
   // A tuple holding one integer becomes that integer.
   void UnwrapSingleInteger() {
     if (tokens_.size() == 2 && tokens_[1] == kLeafToken) {
@@ -144,7 +154,7 @@ class IntTuple {
     }
   }
 
-  layout_internal::SmallVector<int32_t, 16> tokens_;
+  layout_internal::SmallVector<int32_t, 12> tokens_;
   layout_internal::SmallVector<int64_t, 8> leaves_;
 };
 

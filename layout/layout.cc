@@ -80,18 +80,75 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
-absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
+void LayoutAssembler::Spill() {
+  spilled_ = true;
+  spill_shape_.emplace();
+  spill_stride_.emplace();
+  spill_shape_->tokens_.assign(tokens_, tokens_ + num_tokens_);
+  spill_shape_->leaves_.assign(extents_, extents_ + num_leaves_);
+  spill_stride_->leaves_.assign(strides_, strides_ + num_leaves_);
+}
+
+void LayoutAssembler::AppendModeSpilled(const Layout& source,
+                                        const IntTuple::Elements& elements,
+                                        int i) {
+  if (!spilled_) Spill();
+  spill_shape_->AppendElementRange(source.shape_, elements.token[i],
+                                  elements.token[i + 1], elements.leaf[i],
+                                  elements.leaf[i + 1]);
+  spill_stride_->AppendLeafRange(source.stride_, elements.leaf[i],
+                                elements.leaf[i + 1]);
+}
+
+void LayoutAssembler::AppendIntegerSpilled(int64_t extent, int64_t stride) {
+  if (!spilled_) Spill();
+  spill_shape_->AppendIntegerElement(extent);
+  spill_stride_->AppendLeaf(stride);
+}
+
+void LayoutAssembler::Commit(bool unwrap_single_integer) {
   Layout& l = *out_;
-  if (unwrap_single_integer) {
+  if (spilled_) {
+    l.shape_ = *std::move(spill_shape_);
+    l.stride_.leaves_ = std::move(spill_stride_->leaves_);
+  } else {
+    if (unwrap_single_integer && num_tokens_ == 2 &&
+        tokens_[1] == IntTuple::kLeafToken) {
+      tokens_[0] = IntTuple::kLeafToken;
+      num_tokens_ = 1;
+    }
+    l.shape_.tokens_.assign_from_buffer(tokens_, num_tokens_);
+    l.shape_.leaves_.assign_from_buffer(extents_, num_leaves_);
+    l.stride_.leaves_.assign_from_buffer(strides_, num_leaves_);
+  }
+  // Shape and stride were appended element by element from congruent
+  // sources: they are congruent, with the shape's tokens.
+  l.stride_.CopyTokensFrom(l.shape_);
+  if (spilled_ && unwrap_single_integer) {
     l.shape_.UnwrapSingleInteger();
     l.stride_.UnwrapSingleInteger();
   }
-  // Shape and stride were appended element by element from congruent sources:
-  // they are congruent.
+}
+
+absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
+  Commit(unwrap_single_integer);
+  Layout& l = *out_;
   absl::Status status = Layout::ComputeBounds(l.shape_, l.stride_, &l.size_,
                                               &l.max_index_, &l.min_index_);
   if (!status.ok()) l = Layout();
   return status;
+}
+
+void LayoutAssembler::FinishKeepingBounds(const Layout& same_indices,
+                                          bool unwrap_single_integer) {
+  // Read before Commit: `same_indices` may be `*out_` itself.
+  const int64_t size = same_indices.size_;
+  const int64_t max_index = same_indices.max_index_;
+  const int64_t min_index = same_indices.min_index_;
+  Commit(unwrap_single_integer);
+  out_->size_ = size;
+  out_->max_index_ = max_index;
+  out_->min_index_ = min_index;
 }
 
 namespace {

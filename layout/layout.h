@@ -22,6 +22,7 @@
 #define STRATA_LAYOUT_LAYOUT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -120,33 +121,80 @@ class Layout {
 //   STRATA_RETURN_IF_ERROR(a.Finish(/*unwrap_single_integer=*/true));
 class LayoutAssembler {
  public:
-  // Starts `*out` as the empty tuple; `out` must outlive the assembler and
-  // must not be a layout that AppendMode reads.
-  explicit LayoutAssembler(Layout* out) : out_(out) {
-    out_->shape_.ResetToEmptyTuple();
-    out_->stride_.ResetToEmptyTuple();
-  }
+  // `out` must outlive the assembler and must not be a layout that AppendMode
+  // reads; it is written by Finish or FinishKeepingBounds only.
+  explicit LayoutAssembler(Layout* out) : out_(out) {}
+  LayoutAssembler(const LayoutAssembler&) = delete;
+  LayoutAssembler& operator=(const LayoutAssembler&) = delete;
+
   // Top-level mode i of `source`, whose TopElements() are `elements`.
   void AppendMode(const Layout& source, const IntTuple::Elements& elements,
                   int i) {
-    out_->shape_.AppendElementRange(source.shape_, elements.token[i],
-                                    elements.token[i + 1], elements.leaf[i],
-                                    elements.leaf[i + 1]);
-    out_->stride_.AppendElementRange(source.stride_, elements.token[i],
-                                     elements.token[i + 1], elements.leaf[i],
-                                     elements.leaf[i + 1]);
+    const int token_begin = elements.token[i];
+    const int token_count = elements.token[i + 1] - token_begin;
+    const int leaf_begin = elements.leaf[i];
+    const int leaf_count = elements.leaf[i + 1] - leaf_begin;
+    if (num_tokens_ + token_count > kTokens || num_leaves_ + leaf_count > kLeaves) {
+      return AppendModeSpilled(source, elements, i);
+    }
+    ++tokens_[0];
+    const int32_t* tokens = source.shape_.tokens().data() + token_begin;
+    for (int t = 0; t < token_count; ++t) tokens_[num_tokens_ + t] = tokens[t];
+    num_tokens_ += token_count;
+    const int64_t* extents = source.shape_.leaves().data() + leaf_begin;
+    const int64_t* strides = source.stride_.leaves().data() + leaf_begin;
+    for (int k = 0; k < leaf_count; ++k) {
+      extents_[num_leaves_ + k] = extents[k];
+      strides_[num_leaves_ + k] = strides[k];
+    }
+    num_leaves_ += leaf_count;
   }
   // A new integer mode extent:stride.
   void AppendInteger(int64_t extent, int64_t stride) {
-    out_->shape_.AppendIntegerElement(extent);
-    out_->stride_.AppendIntegerElement(stride);
+    if (num_tokens_ + 1 > kTokens || num_leaves_ + 1 > kLeaves) {
+      return AppendIntegerSpilled(extent, stride);
+    }
+    ++tokens_[0];
+    tokens_[num_tokens_++] = IntTuple::kLeafToken;
+    extents_[num_leaves_] = extent;
+    strides_[num_leaves_++] = stride;
   }
   // With `unwrap_single_integer`, one integer mode becomes an integer layout.
-  // Errors: those of Layout::Create.
+  // Errors: those of Layout::Create; on error `*out` is 1:0.
   absl::Status Finish(bool unwrap_single_integer);
+  // Finish for a layout that reaches exactly the indices of `same_indices`,
+  // with its size: its modes rearranged, modes of extent 1 added or removed,
+  // or runs of modes whose strides chain merged into one (Permute, Squeeze,
+  // Unsqueeze, Reshape by merging). Bounds are copied, not recomputed: a
+  // valid layout's bounds hold for every layout of the same leaves up to
+  // extent-1 leaves (NOTE [ Layout bounds ]), and merged chains reach the
+  // same indices.
+  void FinishKeepingBounds(const Layout& same_indices,
+                           bool unwrap_single_integer);
 
  private:
+  // The layout is assembled in these buffers (registers and stack, where
+  // appends into `out` itself would reload its sizes after every store) and
+  // written once; beyond them it spills into `spill_`.
+  static constexpr int kTokens = 16;
+  static constexpr int kLeaves = 8;
+  void Spill();
+  void AppendModeSpilled(const Layout& source,
+                         const IntTuple::Elements& elements, int i);
+  void AppendIntegerSpilled(int64_t extent, int64_t stride);
+  // Writes shape and stride into `*out_`.
+  void Commit(bool unwrap_single_integer);
+
   Layout* out_;
+  int num_tokens_ = 1;  // tokens_[0] counts the elements.
+  int num_leaves_ = 0;
+  bool spilled_ = false;
+  // Only tokens_[0] is initialized: Commit copies whole buffers, bytes past
+  // the counts included, as SmallVector's fixed-size copies do.
+  int32_t tokens_[kTokens] = {0};
+  int64_t extents_[kLeaves];
+  int64_t strides_[kLeaves];
+  std::optional<IntTuple> spill_shape_, spill_stride_;
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one

@@ -29,30 +29,47 @@ class SmallVector {
   using const_iterator = const T*;
 
   SmallVector() = default;
+  // One value, without the loop and the call of a general assign (IntTuple's
+  // integers are built in every view).
+  explicit SmallVector(T value) : size_(1) { inline_[0] = value; }
   SmallVector(std::initializer_list<T> values) {
     assign(values.begin(), values.end());
   }
-  SmallVector(const SmallVector& other) { assign(other.begin(), other.end()); }
+  SmallVector(const SmallVector& other) {
+    if (!other.on_heap()) {
+      // A fixed-size copy of the whole inline buffer: a few vector moves,
+      // where a copy of size() values would call memcpy.
+      std::memcpy(inline_, other.inline_, sizeof(inline_));
+      size_ = other.size_;
+    } else {
+      assign(other.begin(), other.end());
+    }
+  }
   SmallVector(SmallVector&& other) noexcept { Steal(other); }
   SmallVector& operator=(const SmallVector& other) {
-    if (this != &other) assign(other.begin(), other.end());
+    if (this == &other) return *this;
+    if (!on_heap() && !other.on_heap()) {
+      std::memcpy(inline_, other.inline_, sizeof(inline_));
+      size_ = other.size_;
+    } else {
+      assign(other.begin(), other.end());
+    }
     return *this;
   }
   SmallVector& operator=(SmallVector&& other) noexcept {
     if (this != &other) {
-      if (heap_ != nullptr) std::free(heap_);
-      heap_ = nullptr;
+      if (on_heap()) std::free(heap_);
       capacity_ = N;
       Steal(other);
     }
     return *this;
   }
   ~SmallVector() {
-    if (heap_ != nullptr) std::free(heap_);
+    if (on_heap()) std::free(heap_);
   }
 
-  T* data() { return heap_ != nullptr ? heap_ : inline_; }
-  const T* data() const { return heap_ != nullptr ? heap_ : inline_; }
+  T* data() { return on_heap() ? heap_ : inline_; }
+  const T* data() const { return on_heap() ? heap_ : inline_; }
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   T* begin() { return data(); }
@@ -99,6 +116,16 @@ class SmallVector {
     if (n > 0) std::memcpy(data(), first, n * sizeof(T));
     size_ = static_cast<uint32_t>(n);
   }
+  // The first n values of `buffer`, which holds at least N values (so that an
+  // inline vector takes them in one fixed-size copy).
+  void assign_from_buffer(const T* buffer, size_t n) {
+    if (n <= N && !on_heap()) {
+      std::memcpy(inline_, buffer, sizeof(inline_));
+      size_ = static_cast<uint32_t>(n);
+    } else {
+      assign(buffer, buffer + n);
+    }
+  }
   // Inserts [first, last), which must not lie in this vector, before pos.
   T* insert(T* pos, const T* first, const T* last) {
     const size_t at = pos - data();
@@ -128,28 +155,37 @@ class SmallVector {
     T* block = static_cast<T*>(std::malloc(capacity * sizeof(T)));
     if (block == nullptr) throw std::bad_alloc();
     if (size_ > 0) std::memcpy(block, data(), size_ * sizeof(T));
-    if (heap_ != nullptr) std::free(heap_);
+    if (on_heap()) std::free(heap_);
     heap_ = block;
     capacity_ = static_cast<uint32_t>(capacity);
   }
   // Takes other's values; *this holds no heap block.
   void Steal(SmallVector& other) {
-    if (other.heap_ != nullptr) {
+    if (other.on_heap()) {
       heap_ = other.heap_;
       capacity_ = other.capacity_;
-      other.heap_ = nullptr;
       other.capacity_ = N;
-    } else if (other.size_ > 0) {
-      std::memcpy(inline_, other.inline_, other.size_ * sizeof(T));
+    } else {
+      std::memcpy(inline_, other.inline_, sizeof(inline_));
     }
     size_ = other.size_;
     other.size_ = 0;
   }
 
+  // Values live inline while capacity_ is N, in one heap block beyond.
+  bool on_heap() const { return capacity_ > N; }
+
   uint32_t size_ = 0;
   uint32_t capacity_ = N;
-  T* heap_ = nullptr;
-  T inline_[N];
+  // One or the other, as absl::InlinedVector does: a smaller Layout lets a
+  // two-level representation fit the allocator's per-thread cache.
+  // Not zeroed (a rep stos per vector costs more than the views that build
+  // them): the fixed-size copies above copy bytes past size(), which memcpy
+  // may, and no value past size() is ever read.
+  union {
+    T* heap_;
+    T inline_[N];
+  };
 };
 
 }  // namespace layout_internal

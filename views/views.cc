@@ -34,8 +34,8 @@ absl::StatusOr<Layout> FromTopModes(absl::Span<const Layout> modes) {
 // Validates the draft (NOTE [ Views build in place ] in
 // core/representation.cc) and wraps it as the view's Tensor.
 absl::StatusOr<Tensor> Publish(Representation::ViewDraft& draft) {
-  STRATA_ASSIGN_OR_RETURN(auto representation, std::move(draft).Finish());
-  return MakeTensor(std::move(representation));
+  if (absl::Status status = draft.Check(); !status.ok()) return status;
+  return MakeTensor(std::move(draft).Take());
 }
 
 // A layout the view computed for S_0 that is not one: Create's TypeError.
@@ -49,29 +49,59 @@ struct ModeSpec {
   int source;
   int64_t extent;
 };
-using ModeSpecs = absl::InlinedVector<ModeSpec, 8>;
-using Extents = absl::InlinedVector<int64_t, 8>;
+using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
+using Extents = layout_internal::SmallVector<int64_t, 8>;
 
 // Writes into `*out` the layout whose modes `specs` name, assembled from
 // `layout`'s own token ranges (no intermediate Layouts); one integer mode
-// stays an integer layout.
-absl::Status Assemble(const Layout& layout, const IntTuple::Elements& elements,
-                      absl::Span<const ModeSpec> specs, Layout* out) {
+// stays an integer layout. With `keeps_indices` (the specs rearrange modes and
+// add or drop modes of extent 1 only), the bounds are `layout`'s.
+absl::Status Assemble(const Layout& layout, const IntTuple::Elements* elements,
+                      absl::Span<const ModeSpec> specs, bool keeps_indices,
+                      Layout* out) {
   LayoutAssembler assembler(out);
-  for (const ModeSpec& m : specs) {
-    if (m.source >= 0) {
-      assembler.AppendMode(layout, elements, m.source);
-    } else {
-      assembler.AppendInteger(m.extent, 0);
+  if (elements == nullptr) {
+    // Every mode of `layout` is one leaf (IsFlat).
+    const int64_t* extents = layout.shape().leaves().data();
+    const int64_t* strides = layout.stride().leaves().data();
+    for (const ModeSpec& m : specs) {
+      if (m.source >= 0) {
+        assembler.AppendInteger(extents[m.source], strides[m.source]);
+      } else {
+        assembler.AppendInteger(m.extent, 0);
+      }
+    }
+  } else {
+    for (const ModeSpec& m : specs) {
+      if (m.source >= 0) {
+        assembler.AppendMode(layout, *elements, m.source);
+      } else {
+        assembler.AppendInteger(m.extent, 0);
+      }
     }
   }
+  if (keeps_indices) {
+    assembler.FinishKeepingBounds(layout, /*unwrap_single_integer=*/true);
+    return absl::OkStatus();
+  }
   return assembler.Finish(/*unwrap_single_integer=*/true);
+}
+
+// Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
+// whose only inner node is its root.
+bool IsFlat(const IntTuple& tuple) {
+  return tuple.tokens().size() == tuple.leaves().size() + 1 || tuple.is_leaf();
 }
 
 // The extent of each top-level mode.
 Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
   Extents extents;
   const auto leaves = layout.shape().leaves();
+  if (elements.size() == static_cast<int>(leaves.size())) {
+    // Every mode is one leaf.
+    extents.assign(leaves.data(), leaves.data() + leaves.size());
+    return extents;
+  }
   for (int i = 0; i < elements.size(); ++i) {
     int64_t e = 1;
     // Bounded by the product of the positive extents (NOTE [ Layout bounds ]).
@@ -84,18 +114,34 @@ Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
 
 // Applies an offset-free view, given as mode specs over the input's top-level
 // modes, to L_0 and S_0 alike (S_0 has L_0's shape, so the same specs apply).
+// `keeps_indices`: the specs only rearrange modes and add or drop modes of
+// extent 1, so every layout keeps its size and the indices it reaches.
 template <typename MakeSpecs>
-absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
+absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
+                                MakeSpecs make_specs) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
-  const IntTuple::Elements elements = l0.shape().TopElements();
-  STRATA_ASSIGN_OR_RETURN(ModeSpecs specs,
-                          make_specs(ModeExtents(l0, elements)));
+  // S_0 has L_0's shape: both are flat or neither is.
+  const bool flat = IsFlat(l0.shape());
+  IntTuple::Elements elements;
+  Extents extents;
+  if (flat) {
+    const auto leaves = l0.shape().leaves();
+    extents.assign(leaves.data(), leaves.data() + leaves.size());
+  } else {
+    elements = l0.shape().TopElements();
+    extents = ModeExtents(l0, elements);
+  }
+  const IntTuple::Elements* modes = flat ? nullptr : &elements;
+  ModeSpecs specs;
+  STRATA_RETURN_IF_ERROR(make_specs(extents, &specs));
   Representation::ViewDraft draft(rep);
-  STRATA_RETURN_IF_ERROR(Assemble(l0, elements, specs, &draft.placement(0)));
+  const absl::Span<const ModeSpec> span(specs.data(), specs.size());
+  STRATA_RETURN_IF_ERROR(
+      Assemble(l0, modes, span, keeps_indices, &draft.placement(0)));
   if (rep.num_levels() > 1) {
-    if (absl::Status s = Assemble(rep.adjacent_layouts()[0], elements, specs,
-                                  &draft.adjacent(0));
+    if (absl::Status s = Assemble(rep.adjacent_layouts()[0], modes, span,
+                                  keeps_indices, &draft.adjacent(0));
         !s.ok()) {
       return NotAnAdjacentLayout(s);
     }
@@ -105,13 +151,14 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
 
 // Errors of the public views begin with the function's name (the factory's and
 // the dtype rules' errors get it as context).
-absl::StatusOr<Tensor> Named(absl::string_view op,
-                             absl::StatusOr<Tensor> result) {
-  if (result.ok() ||
-      absl::StartsWith(result.status().message(), absl::StrCat(op, ": "))) {
-    return result;
+// In place, so that the public function returns its Impl's StatusOr without
+// a move.
+void Named(absl::string_view op, absl::StatusOr<Tensor>* result) {
+  if (result->ok() ||
+      absl::StartsWith(result->status().message(), absl::StrCat(op, ": "))) {
+    return;
   }
-  return WithContext(result.status(), op);
+  *result = WithContext(result->status(), op);
 }
 
 absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
@@ -169,33 +216,45 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 
 static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
-  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+  return MapModes(tensor, /*keeps_indices=*/true,
+                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
     const int64_t rank = in.size();
-    absl::InlinedVector<bool, 8> seen(rank, false);
     bool valid = static_cast<int64_t>(perm.size()) == rank;
-    ModeSpecs out;
+    // Which modes were named: bits of a word up to rank 64.
+    uint64_t seen_bits = 0;
+    absl::InlinedVector<bool, 8> seen_beyond(rank > 64 ? rank : 0, false);
     for (int64_t p : perm) {
-      valid = valid && p >= 0 && p < rank && !seen[p];
+      valid = valid && p >= 0 && p < rank;
       if (!valid) break;
-      seen[p] = true;
-      out.push_back({static_cast<int>(p), 0});
+      if (rank <= 64) {
+        valid = (seen_bits >> p & 1) == 0;
+        seen_bits |= uint64_t{1} << p;
+      } else {
+        valid = !seen_beyond[p];
+        seen_beyond[p] = true;
+      }
+      if (!valid) break;
+      out->push_back({static_cast<int>(p), 0});
     }
     if (!valid) {
       return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
                            ") is not a permutation of the ", rank, " modes");
     }
-    return out;
+    return absl::OkStatus();
   });
 }
 
 absl::StatusOr<Tensor> Permute(const Tensor& tensor,
                                absl::Span<const int64_t> perm) {
-  return Named("Permute", PermuteImpl(tensor, perm));
+  absl::StatusOr<Tensor> result = PermuteImpl(tensor, perm);
+  Named("Permute", &result);
+  return result;
 }
 
 static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
-  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+  return MapModes(tensor, /*keeps_indices=*/true,
+                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
     if (dim.has_value()) {
       STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
       if (in[*dim] != 1) {
@@ -203,53 +262,56 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                              "; only a dim of extent 1 can be removed");
       }
     }
-    ModeSpecs out;
     for (size_t i = 0; i < in.size(); ++i) {
       const bool drop =
           dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
-      if (!drop) out.push_back({static_cast<int>(i), 0});
+      if (!drop) out->push_back({static_cast<int>(i), 0});
     }
-    return out;
+    return absl::OkStatus();
   });
 }
 
 absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
                                std::optional<int64_t> dim) {
-  return Named("Squeeze", SqueezeImpl(tensor, dim));
+  absl::StatusOr<Tensor> result = SqueezeImpl(tensor, dim);
+  Named("Squeeze", &result);
+  return result;
 }
 
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
-  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+  return MapModes(tensor, /*keeps_indices=*/true,
+                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
     const int64_t rank = in.size();
     if (dim < 0 || dim > rank) {
       return ValueErrorCat("Unsqueeze: position ", dim, " is out of range [0, ",
                            rank, "]");
     }
-    ModeSpecs out;
     for (int64_t i = 0; i < rank; ++i) {
-      if (i == dim) out.push_back({-1, 1});
-      out.push_back({static_cast<int>(i), 0});
+      if (i == dim) out->push_back({-1, 1});
+      out->push_back({static_cast<int>(i), 0});
     }
-    if (dim == rank) out.push_back({-1, 1});
-    return out;
+    if (dim == rank) out->push_back({-1, 1});
+    return absl::OkStatus();
   });
 }
 
 absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
-  return Named("Unsqueeze", UnsqueezeImpl(tensor, dim));
+  absl::StatusOr<Tensor> result = UnsqueezeImpl(tensor, dim);
+  Named("Unsqueeze", &result);
+  return result;
 }
 
 namespace {
 
-absl::StatusOr<Extents> TargetExtents(absl::string_view op,
-                                      absl::Span<const int64_t> shape) {
+absl::Status CheckTargetExtents(absl::string_view op,
+                                absl::Span<const int64_t> shape) {
   for (int64_t e : shape) {
     if (e < 0) {
       return ValueErrorCat(op, ": shape ", IntTuple::Flat(shape).ToString(),
                            " has a negative extent");
     }
   }
-  return Extents(shape.begin(), shape.end());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -257,45 +319,48 @@ absl::StatusOr<Extents> TargetExtents(absl::string_view op,
 static absl::StatusOr<Tensor> BroadcastToImpl(
     const Tensor& tensor, absl::Span<const int64_t> shape_extents) {
   const auto shape = [&] { return IntTuple::Flat(shape_extents); };
-  STRATA_ASSIGN_OR_RETURN(Extents target,
-                          TargetExtents("BroadcastTo", shape_extents));
-  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+  STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastTo", shape_extents));
+  const absl::Span<const int64_t> target = shape_extents;
+  return MapModes(tensor, /*keeps_indices=*/false,
+                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
     const int64_t rank = in.size();
     if (static_cast<int64_t>(target.size()) < rank) {
       return ValueErrorCat("BroadcastTo: shape ", shape().ToString(), " has ",
                            target.size(), " modes, fewer than the Tensor's ",
                            rank);
     }
-    ModeSpecs out;
     const int64_t lead = target.size() - rank;
     for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
       const int64_t source = p - lead;
       if (source < 0 || (in[source] == 1 && target[p] != 1)) {
-        out.push_back({-1, target[p]});
+        out->push_back({-1, target[p]});
       } else if (in[source] == target[p]) {
-        out.push_back({static_cast<int>(source), 0});
+        out->push_back({static_cast<int>(source), 0});
       } else {
         return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
                              in[source], " cannot broadcast to extent ",
                              target[p]);
       }
     }
-    return out;
+    return absl::OkStatus();
   });
 }
 
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
                                    absl::Span<const int64_t> shape) {
-  return Named("BroadcastTo", BroadcastToImpl(tensor, shape));
+  absl::StatusOr<Tensor> result = BroadcastToImpl(tensor, shape);
+  Named("BroadcastTo", &result);
+  return result;
 }
 
 static absl::StatusOr<Tensor> BroadcastInDimImpl(
     const Tensor& tensor, absl::Span<const int64_t> shape_extents,
     absl::Span<const int64_t> dims) {
   const IntTuple shape = IntTuple::Flat(shape_extents);
-  STRATA_ASSIGN_OR_RETURN(Extents target,
-                          TargetExtents("BroadcastInDim", shape_extents));
-  return MapModes(tensor, [&](const Extents& in) -> absl::StatusOr<ModeSpecs> {
+  STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastInDim", shape_extents));
+  const absl::Span<const int64_t> target = shape_extents;
+  return MapModes(tensor, /*keeps_indices=*/false,
+                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
     const int64_t rank = in.size();
     bool valid = static_cast<int64_t>(dims.size()) == rank;
     for (size_t i = 0; valid && i < dims.size(); ++i) {
@@ -307,14 +372,13 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
           "BroadcastInDim: dims (", absl::StrJoin(dims, ","), ") must be ",
           rank, " strictly increasing positions in shape ", shape.ToString());
     }
-    ModeSpecs out;
     size_t source = 0;
     for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
       if (source < dims.size() && dims[source] == p) {
         if (in[source] == target[p]) {
-          out.push_back({static_cast<int>(source), 0});
+          out->push_back({static_cast<int>(source), 0});
         } else if (in[source] == 1) {
-          out.push_back({-1, target[p]});
+          out->push_back({-1, target[p]});
         } else {
           return ValueErrorCat("BroadcastInDim: dim ", source, " of extent ",
                                in[source], " cannot broadcast to extent ",
@@ -322,17 +386,19 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
         }
         ++source;
       } else {
-        out.push_back({-1, target[p]});
+        out->push_back({-1, target[p]});
       }
     }
-    return out;
+    return absl::OkStatus();
   });
 }
 
 absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
                                       absl::Span<const int64_t> shape,
                                       absl::Span<const int64_t> dims) {
-  return Named("BroadcastInDim", BroadcastInDimImpl(tensor, shape, dims));
+  absl::StatusOr<Tensor> result = BroadcastInDimImpl(tensor, shape, dims);
+  Named("BroadcastInDim", &result);
+  return result;
 }
 
 namespace {
@@ -429,7 +495,10 @@ bool ReshapeByMerging(const Representation& rep,
       }
       begin = end;
     }
-    return assembler.Finish(/*unwrap_single_integer=*/true);
+    // Whole modes, and chains merged: the same indices (NOTE [ Reshape by
+    // merging modes ]).
+    assembler.FinishKeepingBounds(source, /*unwrap_single_integer=*/true);
+    return absl::OkStatus();
   };
   *status = write(l0, l_strides, &draft->placement(0));
   if (status->ok() && levels) {
@@ -487,7 +556,8 @@ absl::StatusOr<Tensor> ReshapeByComposition(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> shape) {
-  STRATA_ASSIGN_OR_RETURN(Extents target, TargetExtents("Reshape", shape));
+  STRATA_RETURN_IF_ERROR(CheckTargetExtents("Reshape", shape));
+  const absl::Span<const int64_t> target = shape;
   int64_t size = 1;
   for (int64_t e : target) {
     if (!CheckedMul(size, e, &size)) {
@@ -515,7 +585,9 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
 
 absl::StatusOr<Tensor> Reshape(const Tensor& tensor,
                                absl::Span<const int64_t> shape) {
-  return Named("Reshape", ReshapeImpl(tensor, shape));
+  absl::StatusOr<Tensor> result = ReshapeImpl(tensor, shape);
+  Named("Reshape", &result);
+  return result;
 }
 
 namespace views_internal {
@@ -632,7 +704,9 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
 
 absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
                              int64_t stop, int64_t step) {
-  return Named("Slice", SliceImpl(tensor, dim, start, stop, step));
+  absl::StatusOr<Tensor> result = SliceImpl(tensor, dim, start, stop, step);
+  Named("Slice", &result);
+  return result;
 }
 
 static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
@@ -727,7 +801,9 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
 
 absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
                                  int64_t offset) {
-  return Named("AsStrided", AsStridedImpl(tensor, layout, offset));
+  absl::StatusOr<Tensor> result = AsStridedImpl(tensor, layout, offset);
+  Named("AsStrided", &result);
+  return result;
 }
 
 }  // namespace strata

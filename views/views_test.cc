@@ -1159,7 +1159,9 @@ TEST(ViewFastPathsTest, ReshapeOfHugeStridesIsCheckedArithmetic) {
     ASSERT_TRUE(t.ok()) << text << ": " << t.status();
     auto v = Reshape(*t, {4});
     EXPECT_TRUE(OkOrValueError(v.status())) << text << ": " << v.status();
-    if (v.ok()) EXPECT_EQ(v->size(), 4) << text;
+    if (v.ok()) {
+      EXPECT_EQ(v->size(), 4) << text;
+    }
   }
 }
 
