@@ -75,6 +75,28 @@ absl::Status CheckPlacementFits(int i, const Carrier& carrier, int64_t offset,
   return absl::OkStatus();
 }
 
+// Whether a placement passes CheckPlacementFits, without building a message
+// (the views' success path).
+inline bool PlacementFits(const Carrier& carrier, int64_t offset,
+                          const Layout& placement) {
+  const int64_t size = carrier.size();
+  if (offset < 0 || size < 0) return false;
+  if (placement.size() == 0) return offset <= size;
+  // offset >= 0 and cosize >= 1: the sum overflows exactly when it wraps
+  // negative, and offset + min_index cannot overflow.
+  int64_t needed;
+  return CheckedAdd(offset, placement.cosize(), &needed) && needed <= size &&
+         offset + placement.min_index() >= 0;
+}
+
+// Whether an adjacent layout passes CheckAdjacent, without a message.
+inline bool AdjacentFits(const Layout& adjacent, const Layout& source,
+                         const Layout& target) {
+  if (adjacent.shape() != source.shape()) return false;
+  return adjacent.size() == 0 ||
+         (adjacent.min_index() >= 0 && adjacent.max_index() < target.size());
+}
+
 // The rules' context (spec: a read-only description of the universally
 // validated candidate). It reads the representation it describes: the
 // sequences a rule asks for that the representation does not hold
@@ -246,7 +268,7 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 
 absl::StatusOr<std::shared_ptr<const Representation>>
 Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
-                               Layout placement) {
+                               const Layout& placement) {
   if (carrier == nullptr)
     return TypeError("subtensor 0: carrier is not a Carrier");
   const SimpleDType* dtype = carrier->dtype().AsSimple();
@@ -257,14 +279,16 @@ Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
         " dtype and cannot provide the conventional one-subtensor "
         "storage schema");
   }
-  STRATA_RETURN_IF_ERROR(CheckPlacementFits(0, *carrier, offset, placement));
+  if (!PlacementFits(*carrier, offset, placement)) {
+    return CheckPlacementFits(0, *carrier, offset, placement);
+  }
   std::shared_ptr<Representation> rep = Allocate(1);
   rep->logical_dtype_ = dtype;
   Subtensor& s = rep->subtensors_[0];
   s.storage_dtype = dtype;
   s.carrier = std::move(carrier);
   s.offset = offset;
-  s.placement = std::move(placement);
+  s.placement = placement;
   return std::shared_ptr<const Representation>(std::move(rep));
 }
 
@@ -359,32 +383,6 @@ Representation::ViewDraft::ViewDraft(const Representation& source)
       rep_->adjacent_[i] = source.adjacent_[i];
   }
 }
-
-namespace {
-
-// Whether a placement passes CheckPlacementFits, without building a message
-// (the views' success path).
-inline bool PlacementFits(const Carrier& carrier, int64_t offset,
-                          const Layout& placement) {
-  const int64_t size = carrier.size();
-  if (offset < 0 || size < 0) return false;
-  if (placement.size() == 0) return offset <= size;
-  // offset >= 0 and cosize >= 1: the sum overflows exactly when it wraps
-  // negative, and offset + min_index cannot overflow.
-  int64_t needed;
-  return CheckedAdd(offset, placement.cosize(), &needed) && needed <= size &&
-         offset + placement.min_index() >= 0;
-}
-
-// Whether an adjacent layout passes CheckAdjacent, without a message.
-inline bool AdjacentFits(const Layout& adjacent, const Layout& source,
-                         const Layout& target) {
-  if (adjacent.shape() != source.shape()) return false;
-  return adjacent.size() == 0 ||
-         (adjacent.min_index() >= 0 && adjacent.max_index() < target.size());
-}
-
-}  // namespace
 
 absl::Status Representation::ViewDraft::Check() const {
   const Representation& rep = *rep_;

@@ -93,7 +93,8 @@ class Representation {
   // Errors: TypeError for a null carrier; ValueError when the carrier's dtype
   // is not simple or the placement does not fit (as Create).
   static absl::StatusOr<std::shared_ptr<const Representation>> CreateOneLevel(
-      std::shared_ptr<Carrier> carrier, int64_t offset, Layout placement);
+      std::shared_ptr<Carrier> carrier, int64_t offset,
+      const Layout& placement);
 
   const DType& logical_dtype() const { return *logical_dtype_; }
   absl::Span<const Subtensor> subtensors() const {

@@ -12,7 +12,7 @@
 namespace strata {
 
 absl::StatusOr<Tensor> Tensor::Create(std::shared_ptr<Carrier> carrier,
-                                      int64_t offset, Layout layout) {
+                                      int64_t offset, const Layout& layout) {
   if (carrier == nullptr) return TypeError("Tensor: carrier is not a Carrier");
   const DType& dtype = carrier->dtype();
   if (dtype.AsSimple() == nullptr) {
@@ -21,8 +21,8 @@ absl::StatusOr<Tensor> Tensor::Create(std::shared_ptr<Carrier> carrier,
                          " dtype and cannot provide the conventional "
                          "one-subtensor storage schema");
   }
-  auto representation = Representation::CreateOneLevel(
-      std::move(carrier), offset, std::move(layout));
+  auto representation =
+      Representation::CreateOneLevel(std::move(carrier), offset, layout);
   if (!representation.ok()) return representation.status();
   return Tensor(*std::move(representation));
 }

@@ -36,8 +36,10 @@ class Tensor {
   // non-integer offset or a non-Layout placement cannot arise: the parameter
   // types exclude them.) A failure never mutates or releases the carrier and
   // keeps no reference to it.
+  // The layout is taken by reference and copied once, into the
+  // representation (a Layout holds its tuples inline: a move costs a copy).
   static absl::StatusOr<Tensor> Create(std::shared_ptr<Carrier> carrier,
-                                       int64_t offset, Layout layout);
+                                       int64_t offset, const Layout& layout);
 
   // Subtensor zero's carrier, offset and placement layout.
   const std::shared_ptr<Carrier>& carrier() const;

@@ -11,21 +11,14 @@
 
 namespace strata {
 
-absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
-  if (!shape.SameStructure(stride)) {
-    return ValueErrorCat("stride ", stride.ToString(),
-                         " is not congruent with shape ", shape.ToString());
-  }
-  int64_t size, max_index, min_index;
-  STRATA_RETURN_IF_ERROR(
-      ComputeBounds(shape, stride, &size, &max_index, &min_index));
-  return Layout(std::move(shape), std::move(stride), size, max_index,
-                min_index);
-}
+namespace {
 
-absl::Status Layout::ComputeBounds(const IntTuple& shape,
-                                   const IntTuple& stride, int64_t* size_out,
-                                   int64_t* max_out, int64_t* min_out) {
+// The checks of ComputeBounds with their messages (the fast loop there only
+// says whether one fails).
+absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
+                                       const IntTuple& stride,
+                                       int64_t* size_out, int64_t* max_out,
+                                       int64_t* min_out) {
   const auto extents = shape.leaves();
   const auto strides = stride.leaves();
   for (size_t k = 0; k < extents.size(); ++k) {
@@ -80,6 +73,54 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::StatusOr<Layout> Layout::Create(IntTuple shape, IntTuple stride) {
+  if (!shape.SameStructure(stride)) {
+    return ValueErrorCat("stride ", stride.ToString(),
+                         " is not congruent with shape ", shape.ToString());
+  }
+  int64_t size, max_index, min_index;
+  STRATA_RETURN_IF_ERROR(
+      ComputeBounds(shape, stride, &size, &max_index, &min_index));
+  return Layout(std::move(shape), std::move(stride), size, max_index,
+                min_index);
+}
+
+absl::Status Layout::ComputeBounds(const IntTuple& shape,
+                                   const IntTuple& stride, int64_t* size_out,
+                                   int64_t* max_out, int64_t* min_out) {
+  // The same arithmetic as ComputeBoundsWithMessages, branch-light; any
+  // failure is reported there, with its message.
+  const int64_t* extents = shape.leaves().data();
+  const int64_t* strides = stride.leaves().data();
+  const int n = shape.num_leaves();
+  int64_t size = 1, max_index = 0, min_index = 0;
+  bool empty = false;
+  bool overflow = false;
+  for (int k = 0; k < n; ++k) {
+    const int64_t e = extents[k];
+    if (e <= 0) {
+      if (e < 0) overflow = true;
+      empty = true;
+      continue;
+    }
+    int64_t span;
+    int64_t* bound = strides[k] >= 0 ? &max_index : &min_index;
+    overflow |= __builtin_mul_overflow(size, e, &size);
+    overflow |= __builtin_mul_overflow(e - 1, strides[k], &span);
+    overflow |= __builtin_add_overflow(*bound, span, bound);
+  }
+  if (overflow || max_index == INT64_MAX) {
+    return ComputeBoundsWithMessages(shape, stride, size_out, max_out, min_out);
+  }
+  if (empty) size = max_index = min_index = 0;
+  *size_out = size;
+  *max_out = max_index;
+  *min_out = min_index;
+  return absl::OkStatus();
+}
+
 void LayoutAssembler::Spill() {
   spilled_ = true;
   spill_shape_.emplace();
@@ -94,10 +135,10 @@ void LayoutAssembler::AppendModeSpilled(const Layout& source,
                                         int i) {
   if (!spilled_) Spill();
   spill_shape_->AppendElementRange(source.shape_, elements.token[i],
-                                  elements.token[i + 1], elements.leaf[i],
-                                  elements.leaf[i + 1]);
+                                   elements.token[i + 1], elements.leaf[i],
+                                   elements.leaf[i + 1]);
   spill_stride_->AppendLeafRange(source.stride_, elements.leaf[i],
-                                elements.leaf[i + 1]);
+                                 elements.leaf[i + 1]);
 }
 
 void LayoutAssembler::AppendIntegerSpilled(int64_t extent, int64_t stride) {

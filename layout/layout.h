@@ -134,7 +134,8 @@ class LayoutAssembler {
     const int token_count = elements.token[i + 1] - token_begin;
     const int leaf_begin = elements.leaf[i];
     const int leaf_count = elements.leaf[i + 1] - leaf_begin;
-    if (num_tokens_ + token_count > kTokens || num_leaves_ + leaf_count > kLeaves) {
+    if (num_tokens_ + token_count > kTokens ||
+        num_leaves_ + leaf_count > kLeaves) {
       return AppendModeSpilled(source, elements, i);
     }
     ++tokens_[0];

@@ -61,21 +61,43 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   weight[0] = 1;
   for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
 
+  // Every digit the search reads, decomposed once (one division per leaf and
+  // value, where reading each digit afresh divides three times): row 0 holds
+  // base's digits, row 1 + j those of moves[j].stride.
+  const int values = static_cast<int>(moves.size()) + 1;
+  absl::InlinedVector<int64_t, 48> digits(values * leaves);
+  for (int v = 0; v < values; ++v) {
+    int64_t rest = v == 0 ? base : moves[v - 1].stride;
+    for (int a = 0; a < leaves; ++a) {
+      // Extents of 0 leave the level empty, excluded by base < size.
+      digits[v * leaves + a] = rest % extents[a];
+      rest /= extents[a];
+    }
+  }
+
   // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
   absl::InlinedVector<int, 9> first(leaves + 1);
   std::iota(first.begin(), first.end(), 0);
   auto runs = [&] { return static_cast<int>(first.size()) - 1; };
-  auto digit = [&](int64_t value, int r) {
-    return value / weight[first[r]] % (weight[first[r + 1]] / weight[first[r]]);
+  // The digit of value v (row v above) in run r: its leaves' digits in the
+  // run's mixed radix, which is value / weight[first[r]] % run extent. Below
+  // the run's extent, itself at most size: no overflow.
+  auto digit = [&](int v, int r) {
+    int64_t sum = 0, radix = 1;
+    for (int a = first[r]; a < first[r + 1]; ++a) {
+      sum += digits[v * leaves + a] * radix;
+      radix *= extents[a];
+    }
+    return sum;
   };
   // The largest digit reached in run r if nothing carries into it; -1 where
   // it overflows the run.
   auto largest = [&](int r) {
     const int64_t run_extent = weight[first[r + 1]] / weight[first[r]];
-    int64_t sum = digit(base, r);
-    for (const Move& m : moves) {
+    int64_t sum = digit(0, r);
+    for (int j = 0; j < values - 1; ++j) {
       int64_t term;
-      if (!CheckedMul(m.last, digit(m.stride, r), &term) ||
+      if (!CheckedMul(moves[j].last, digit(j + 1, r), &term) ||
           !CheckedAdd(sum, term, &sum) || sum >= run_extent) {
         return int64_t{-1};
       }
@@ -96,13 +118,13 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   out.start.resize(leaves);
   out.step.assign(leaves, 1);
   out.extent.assign(leaves, 1);
-  for (int a = 0; a < leaves; ++a) out.start[a] = base / weight[a] % extents[a];
+  for (int a = 0; a < leaves; ++a) out.start[a] = digits[a];
   for (int r = 0; r < runs(); ++r) {
     const int a = first[r];
     const int b = first[r + 1] - 1;
     if (a == b) {
       int64_t step = 0;
-      for (const Move& m : moves) step = std::gcd(step, digit(m.stride, r));
+      for (int j = 1; j < values; ++j) step = std::gcd(step, digit(j, r));
       if (step == 0) continue;  // Nothing moves along leaf a.
       out.step[a] = step;
       out.extent[a] = (largest(r) - out.start[a]) / step + 1;
@@ -111,7 +133,7 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
     // Leaves a..b read like one: leaf a stepped seamlessly, the inner leaves
     // whole, leaf b stepped by 1 up to the largest digit reached.
     int64_t step = extents[a];
-    for (const Move& m : moves) step = std::gcd(step, digit(m.stride, r));
+    for (int j = 1; j < values; ++j) step = std::gcd(step, digit(j, r));
     auto wraps = [&](int leaf) {
       // The top-level mode the leaf belongs to, for the message.
       const IntTuple::Elements modes = placement.shape().TopElements();

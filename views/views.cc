@@ -93,6 +93,47 @@ bool IsFlat(const IntTuple& tuple) {
   return tuple.tokens().size() == tuple.leaves().size() + 1 || tuple.is_leaf();
 }
 
+// Where the top-level modes of a layout's shape lie, without an element table
+// when every mode is one leaf (mode i is then leaf i and token i + 1).
+class ModeIndex {
+ public:
+  explicit ModeIndex(const IntTuple& shape) : flat_(IsFlat(shape)) {
+    if (flat_) {
+      size_ = shape.num_leaves();
+    } else {
+      elements_ = shape.TopElements();
+      size_ = elements_.size();
+    }
+  }
+  int size() const { return size_; }
+  int leaf(int i) const { return flat_ ? i : elements_.leaf[i]; }
+  int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
+  // Mode i of `source` (whose shape this indexes) appended to `assembler`.
+  void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
+    if (flat_) {
+      assembler->AppendInteger(source.shape().leaves()[i],
+                               source.stride().leaves()[i]);
+    } else {
+      assembler->AppendMode(source, elements_, i);
+    }
+  }
+  // The extent of mode i: the product of its leaves, bounded by the product
+  // of the positive extents (NOTE [ Layout bounds ]).
+  int64_t Extent(const IntTuple& shape, int i) const {
+    const auto leaves = shape.leaves();
+    if (flat_) return leaves[i];
+    int64_t e = 1;
+    for (int k = elements_.leaf[i]; k < elements_.leaf[i + 1]; ++k)
+      e *= leaves[k];
+    return e;
+  }
+
+ private:
+  bool flat_;
+  int size_;
+  IntTuple::Elements elements_;
+};
+
 // The extent of each top-level mode.
 Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
   Extents extents;
@@ -216,32 +257,34 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 
 static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
-  return MapModes(tensor, /*keeps_indices=*/true,
-                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
-    const int64_t rank = in.size();
-    bool valid = static_cast<int64_t>(perm.size()) == rank;
-    // Which modes were named: bits of a word up to rank 64.
-    uint64_t seen_bits = 0;
-    absl::InlinedVector<bool, 8> seen_beyond(rank > 64 ? rank : 0, false);
-    for (int64_t p : perm) {
-      valid = valid && p >= 0 && p < rank;
-      if (!valid) break;
-      if (rank <= 64) {
-        valid = (seen_bits >> p & 1) == 0;
-        seen_bits |= uint64_t{1} << p;
-      } else {
-        valid = !seen_beyond[p];
-        seen_beyond[p] = true;
-      }
-      if (!valid) break;
-      out->push_back({static_cast<int>(p), 0});
-    }
-    if (!valid) {
-      return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
-                           ") is not a permutation of the ", rank, " modes");
-    }
-    return absl::OkStatus();
-  });
+  return MapModes(
+      tensor, /*keeps_indices=*/true,
+      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+        const int64_t rank = in.size();
+        bool valid = static_cast<int64_t>(perm.size()) == rank;
+        // Which modes were named: bits of a word up to rank 64.
+        uint64_t seen_bits = 0;
+        absl::InlinedVector<bool, 8> seen_beyond(rank > 64 ? rank : 0, false);
+        for (int64_t p : perm) {
+          valid = valid && p >= 0 && p < rank;
+          if (!valid) break;
+          if (rank <= 64) {
+            valid = (seen_bits >> p & 1) == 0;
+            seen_bits |= uint64_t{1} << p;
+          } else {
+            valid = !seen_beyond[p];
+            seen_beyond[p] = true;
+          }
+          if (!valid) break;
+          out->push_back({static_cast<int>(p), 0});
+        }
+        if (!valid) {
+          return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
+                               ") is not a permutation of the ", rank,
+                               " modes");
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Tensor> Permute(const Tensor& tensor,
@@ -253,22 +296,24 @@ absl::StatusOr<Tensor> Permute(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
-  return MapModes(tensor, /*keeps_indices=*/true,
-                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
-    if (dim.has_value()) {
-      STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
-      if (in[*dim] != 1) {
-        return ValueErrorCat("Squeeze: dim ", *dim, " has extent ", in[*dim],
-                             "; only a dim of extent 1 can be removed");
-      }
-    }
-    for (size_t i = 0; i < in.size(); ++i) {
-      const bool drop =
-          dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
-      if (!drop) out->push_back({static_cast<int>(i), 0});
-    }
-    return absl::OkStatus();
-  });
+  return MapModes(
+      tensor, /*keeps_indices=*/true,
+      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+        if (dim.has_value()) {
+          STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
+          if (in[*dim] != 1) {
+            return ValueErrorCat("Squeeze: dim ", *dim, " has extent ",
+                                 in[*dim],
+                                 "; only a dim of extent 1 can be removed");
+          }
+        }
+        for (size_t i = 0; i < in.size(); ++i) {
+          const bool drop =
+              dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
+          if (!drop) out->push_back({static_cast<int>(i), 0});
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
@@ -281,18 +326,18 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
   return MapModes(tensor, /*keeps_indices=*/true,
                   [&](const Extents& in, ModeSpecs* out) -> absl::Status {
-    const int64_t rank = in.size();
-    if (dim < 0 || dim > rank) {
-      return ValueErrorCat("Unsqueeze: position ", dim, " is out of range [0, ",
-                           rank, "]");
-    }
-    for (int64_t i = 0; i < rank; ++i) {
-      if (i == dim) out->push_back({-1, 1});
-      out->push_back({static_cast<int>(i), 0});
-    }
-    if (dim == rank) out->push_back({-1, 1});
-    return absl::OkStatus();
-  });
+                    const int64_t rank = in.size();
+                    if (dim < 0 || dim > rank) {
+                      return ValueErrorCat("Unsqueeze: position ", dim,
+                                           " is out of range [0, ", rank, "]");
+                    }
+                    for (int64_t i = 0; i < rank; ++i) {
+                      if (i == dim) out->push_back({-1, 1});
+                      out->push_back({static_cast<int>(i), 0});
+                    }
+                    if (dim == rank) out->push_back({-1, 1});
+                    return absl::OkStatus();
+                  });
 }
 
 absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
@@ -321,29 +366,30 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
   const auto shape = [&] { return IntTuple::Flat(shape_extents); };
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastTo", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
-  return MapModes(tensor, /*keeps_indices=*/false,
-                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
-    const int64_t rank = in.size();
-    if (static_cast<int64_t>(target.size()) < rank) {
-      return ValueErrorCat("BroadcastTo: shape ", shape().ToString(), " has ",
-                           target.size(), " modes, fewer than the Tensor's ",
-                           rank);
-    }
-    const int64_t lead = target.size() - rank;
-    for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
-      const int64_t source = p - lead;
-      if (source < 0 || (in[source] == 1 && target[p] != 1)) {
-        out->push_back({-1, target[p]});
-      } else if (in[source] == target[p]) {
-        out->push_back({static_cast<int>(source), 0});
-      } else {
-        return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
-                             in[source], " cannot broadcast to extent ",
-                             target[p]);
-      }
-    }
-    return absl::OkStatus();
-  });
+  return MapModes(
+      tensor, /*keeps_indices=*/false,
+      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+        const int64_t rank = in.size();
+        if (static_cast<int64_t>(target.size()) < rank) {
+          return ValueErrorCat("BroadcastTo: shape ", shape().ToString(),
+                               " has ", target.size(),
+                               " modes, fewer than the Tensor's ", rank);
+        }
+        const int64_t lead = target.size() - rank;
+        for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
+          const int64_t source = p - lead;
+          if (source < 0 || (in[source] == 1 && target[p] != 1)) {
+            out->push_back({-1, target[p]});
+          } else if (in[source] == target[p]) {
+            out->push_back({static_cast<int>(source), 0});
+          } else {
+            return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
+                                 in[source], " cannot broadcast to extent ",
+                                 target[p]);
+          }
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Tensor> BroadcastTo(const Tensor& tensor,
@@ -359,38 +405,41 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
   const IntTuple shape = IntTuple::Flat(shape_extents);
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastInDim", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
-  return MapModes(tensor, /*keeps_indices=*/false,
-                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
-    const int64_t rank = in.size();
-    bool valid = static_cast<int64_t>(dims.size()) == rank;
-    for (size_t i = 0; valid && i < dims.size(); ++i) {
-      valid = dims[i] >= 0 && dims[i] < static_cast<int64_t>(target.size()) &&
-              (i == 0 || dims[i] > dims[i - 1]);
-    }
-    if (!valid) {
-      return ValueErrorCat(
-          "BroadcastInDim: dims (", absl::StrJoin(dims, ","), ") must be ",
-          rank, " strictly increasing positions in shape ", shape.ToString());
-    }
-    size_t source = 0;
-    for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
-      if (source < dims.size() && dims[source] == p) {
-        if (in[source] == target[p]) {
-          out->push_back({static_cast<int>(source), 0});
-        } else if (in[source] == 1) {
-          out->push_back({-1, target[p]});
-        } else {
-          return ValueErrorCat("BroadcastInDim: dim ", source, " of extent ",
-                               in[source], " cannot broadcast to extent ",
-                               target[p]);
+  return MapModes(
+      tensor, /*keeps_indices=*/false,
+      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+        const int64_t rank = in.size();
+        bool valid = static_cast<int64_t>(dims.size()) == rank;
+        for (size_t i = 0; valid && i < dims.size(); ++i) {
+          valid = dims[i] >= 0 &&
+                  dims[i] < static_cast<int64_t>(target.size()) &&
+                  (i == 0 || dims[i] > dims[i - 1]);
         }
-        ++source;
-      } else {
-        out->push_back({-1, target[p]});
-      }
-    }
-    return absl::OkStatus();
-  });
+        if (!valid) {
+          return ValueErrorCat("BroadcastInDim: dims (",
+                               absl::StrJoin(dims, ","), ") must be ", rank,
+                               " strictly increasing positions in shape ",
+                               shape.ToString());
+        }
+        size_t source = 0;
+        for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
+          if (source < dims.size() && dims[source] == p) {
+            if (in[source] == target[p]) {
+              out->push_back({static_cast<int>(source), 0});
+            } else if (in[source] == 1) {
+              out->push_back({-1, target[p]});
+            } else {
+              return ValueErrorCat("BroadcastInDim: dim ", source,
+                                   " of extent ", in[source],
+                                   " cannot broadcast to extent ", target[p]);
+            }
+            ++source;
+          } else {
+            out->push_back({-1, target[p]});
+          }
+        }
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Tensor> BroadcastInDim(const Tensor& tensor,
@@ -431,8 +480,10 @@ bool ReshapeByMerging(const Representation& rep,
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
   const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
-  const IntTuple::Elements elements = l0.shape().TopElements();
-  const Extents in = ModeExtents(l0, elements);
+  const ModeIndex elements(l0.shape());
+  Extents in;
+  for (int i = 0; i < elements.size(); ++i)
+    in.push_back(elements.Extent(l0.shape(), i));
   const auto extents = l0.shape().leaves();
   const auto l_strides = l0.stride().leaves();
   const auto s_strides =
@@ -454,7 +505,7 @@ bool ReshapeByMerging(const Representation& rep,
     }
     if (product != t) return false;
     if (b - a == 1) {
-      for (int k = elements.leaf[a]; k + 1 < elements.leaf[a + 1]; ++k) {
+      for (int k = elements.leaf(a); k + 1 < elements.leaf(a + 1); ++k) {
         if (extents[k] <= 1 || extents[k + 1] <= 1) return false;
         const bool l_merges =
             Chains(l_strides[k + 1], extents[k], l_strides[k]);
@@ -464,13 +515,13 @@ bool ReshapeByMerging(const Representation& rep,
       }
     } else {
       for (size_t m = a; m < b; ++m) {
-        if (elements.leaf[m + 1] - elements.leaf[m] != 1 ||
-            elements.token[m + 1] - elements.token[m] != 1) {
+        if (elements.leaf(m + 1) - elements.leaf(m) != 1 ||
+            elements.token(m + 1) - elements.token(m) != 1) {
           return false;
         }
       }
       for (size_t m = a; m + 1 < b; ++m) {
-        const int k = elements.leaf[m];
+        const int k = elements.leaf(m);
         if (!Chains(l_strides[k], extents[k + 1], l_strides[k + 1]))
           return false;
         if (levels && !Chains(s_strides[k], extents[k + 1], s_strides[k + 1]))
@@ -489,9 +540,9 @@ bool ReshapeByMerging(const Representation& rep,
     for (size_t j = 0; j < target.size(); ++j) {
       const size_t end = run_end[j];
       if (end - begin == 1) {
-        assembler.AppendMode(source, elements, static_cast<int>(begin));
+        elements.Append(source, static_cast<int>(begin), &assembler);
       } else {
-        assembler.AppendInteger(target[j], strides[elements.leaf[end - 1]]);
+        assembler.AppendInteger(target[j], strides[elements.leaf(end - 1)]);
       }
       begin = end;
     }
@@ -648,9 +699,9 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
                                         int64_t step) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
-  const IntTuple::Elements elements = l0.shape().TopElements();
+  const ModeIndex elements(l0.shape());
   STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, elements.size()));
-  const int64_t extent = ModeExtents(l0, elements)[dim];
+  const int64_t extent = elements.Extent(l0.shape(), dim);
   if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
   if (start < 0 || start > stop || stop > extent) {
     return ValueErrorCat("Slice: [", start, ", ", stop,
@@ -662,14 +713,14 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
   // INT64_MAX)).
   const int64_t count = CeilDiv(stop - start, step);
   const bool levels = rep.num_levels() > 1;
-  const bool integer_mode = elements.token[dim + 1] - elements.token[dim] == 1;
+  const bool integer_mode = elements.token(dim + 1) - elements.token(dim) == 1;
   int64_t l_stride, s_stride = 0;
   if (count >= 2 && integer_mode &&
-      CheckedMul(step, l0.stride().leaves()[elements.leaf[dim]], &l_stride) &&
+      CheckedMul(step, l0.stride().leaves()[elements.leaf(dim)], &l_stride) &&
       (!levels ||
        CheckedMul(
            step,
-           rep.adjacent_layouts()[0].stride().leaves()[elements.leaf[dim]],
+           rep.adjacent_layouts()[0].stride().leaves()[elements.leaf(dim)],
            &s_stride))) {
     Representation::ViewDraft draft(rep);
     auto write = [&](const Layout& source, int64_t stride, Layout* out) {
@@ -678,14 +729,14 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
         if (i == dim) {
           assembler.AppendInteger(count, stride);
         } else {
-          assembler.AppendMode(source, elements, i);
+          elements.Append(source, i, &assembler);
         }
       }
       return assembler.Finish(/*unwrap_single_integer=*/true);
     };
     STRATA_RETURN_IF_ERROR(write(l0, l_stride, &draft.placement(0)));
     // start < extent: start * stride is a reachable index, no overflow.
-    const int64_t l_base = start * l0.stride().leaves()[elements.leaf[dim]];
+    const int64_t l_base = start * l0.stride().leaves()[elements.leaf(dim)];
     if (!CheckedAdd(draft.offset(0), l_base, &draft.offset(0))) {
       return ValueError("Slice: offset overflows");
     }
@@ -694,7 +745,7 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       if (absl::Status s = write(s0, s_stride, &draft.adjacent(0)); !s.ok()) {
         return NotAnAdjacentLayout(s);
       }
-      const int64_t s_base = start * s0.stride().leaves()[elements.leaf[dim]];
+      const int64_t s_base = start * s0.stride().leaves()[elements.leaf(dim)];
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
     }
     return Publish(draft);
