@@ -31,7 +31,8 @@ def main(raw_dir, out_json, out_md):
             ratio = ""
             if "bytes_per_second" in m and memcpy and m is not memcpy:
                 ratio = "%.2f x memcpy" % (m["bytes_per_second"] / memcpy["bytes_per_second"])
-            if name.endswith("/strata"):
+            # BENCHMARK_CAPTURE names keep the spaces of "rank1 / strata".
+            if name.replace(" ", "").endswith("/strata"):
                 torch = medians.get(name[: -len("strata")] + "torch")
                 if torch:
                     ratio = "%.2f (libtorch time / Strata time)" % (torch["real_time"] / m["real_time"])

@@ -1167,3 +1167,39 @@ TEST(ViewFastPathsTest, ReshapeOfHugeStridesIsCheckedArithmetic) {
 
 }  // namespace
 }  // namespace strata
+
+namespace strata {
+namespace {
+
+// Layouts past the assembler's inline buffers (8 leaves, 16 tokens) spill
+// into heap-held tuples: the same views, the same answers.
+TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
+  const Tensor flat =
+      Plain("(2,3,2,3,2,3,2,3,2):(1,2,6,12,36,72,216,432,1296)");
+  auto permuted = Permute(flat, {8, 7, 6, 5, 4, 3, 2, 1, 0});
+  ASSERT_TRUE(permuted.ok()) << permuted.status();
+  EXPECT_EQ(permuted->layout().ToString(),
+            "(2,3,2,3,2,3,2,3,2):(1296,432,216,72,36,12,6,2,1)");
+  auto unsqueezed = Unsqueeze(flat, 9);
+  ASSERT_TRUE(unsqueezed.ok()) << unsqueezed.status();
+  EXPECT_EQ(unsqueezed->layout().ToString(),
+            "(2,3,2,3,2,3,2,3,2,1):(1,2,6,12,36,72,216,432,1296,0)");
+  EXPECT_EQ(unsqueezed->layout().cosize(), flat.layout().cosize());
+  // 7 inline leaves, then a hierarchical mode that does not fit.
+  const Tensor nested =
+      Plain("(2,2,2,2,2,2,2,(2,(2,2))):(1,2,4,8,16,32,64,(128,(256,512)))");
+  auto moved = Permute(nested, {7, 0, 1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(moved->layout().ToString(),
+            "((2,(2,2)),2,2,2,2,2,2,2):((128,(256,512)),1,2,4,8,16,32,64)");
+  auto broadcast = BroadcastTo(nested, {3, 2, 2, 2, 2, 2, 2, 2, 8});
+  ASSERT_TRUE(broadcast.ok()) << broadcast.status();
+  EXPECT_EQ(broadcast->size(), 3 * nested.size());
+  auto sliced = Slice(flat, 8, 1, 2, 1);
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  EXPECT_EQ(sliced->offset(), 1296);
+  EXPECT_EQ(sliced->size(), flat.size() / 2);
+}
+
+}  // namespace
+}  // namespace strata
