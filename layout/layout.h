@@ -123,7 +123,7 @@ class LayoutAssembler {
  public:
   // `out` must outlive the assembler and must not be a layout that AppendMode
   // reads; it is written by Finish or FinishKeepingBounds only.
-  explicit LayoutAssembler(Layout* out) : out_(out) {}
+  explicit LayoutAssembler(Layout* out) : out_(out) { tokens_[0] = 0; }
   LayoutAssembler(const LayoutAssembler&) = delete;
   LayoutAssembler& operator=(const LayoutAssembler&) = delete;
 
@@ -190,9 +190,10 @@ class LayoutAssembler {
   int num_tokens_ = 1;  // tokens_[0] counts the elements.
   int num_leaves_ = 0;
   bool spilled_ = false;
-  // Only tokens_[0] is initialized: Commit copies whole buffers, bytes past
-  // the counts included, as SmallVector's fixed-size copies do.
-  int32_t tokens_[kTokens] = {0};
+  // Only tokens_[0] is initialized (zeroing them costs a rep stos): Commit
+  // copies whole buffers, bytes past the counts included, as SmallVector's
+  // fixed-size copies do.
+  int32_t tokens_[kTokens];
   int64_t extents_[kLeaves];
   int64_t strides_[kLeaves];
   std::optional<IntTuple> spill_shape_, spill_stride_;

@@ -28,7 +28,9 @@ class SmallVector {
   using iterator = T*;
   using const_iterator = const T*;
 
-  SmallVector() = default;
+  // User-provided, so that the inline values stay uninitialized (a defaulted
+  // constructor let the compiler zero them with a rep stos).
+  SmallVector() {}  // NOLINT(modernize-use-equals-default)
   // One value, without the loop and the call of a general assign (IntTuple's
   // integers are built in every view).
   explicit SmallVector(T value) : size_(1) { inline_[0] = value; }

@@ -165,13 +165,12 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
   // S_0 has L_0's shape: both are flat or neither is.
   const bool flat = IsFlat(l0.shape());
   IntTuple::Elements elements;
-  Extents extents;
-  if (flat) {
-    const auto leaves = l0.shape().leaves();
-    extents.assign(leaves.data(), leaves.data() + leaves.size());
-  } else {
+  Extents nested_extents;
+  absl::Span<const int64_t> extents = l0.shape().leaves();
+  if (!flat) {
     elements = l0.shape().TopElements();
-    extents = ModeExtents(l0, elements);
+    nested_extents = ModeExtents(l0, elements);
+    extents = absl::MakeConstSpan(nested_extents.data(), nested_extents.size());
   }
   const IntTuple::Elements* modes = flat ? nullptr : &elements;
   ModeSpecs specs;
@@ -259,7 +258,7 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
   return MapModes(
       tensor, /*keeps_indices=*/true,
-      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(perm.size()) == rank;
         // Which modes were named: bits of a word up to rank 64.
@@ -298,7 +297,7 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
   return MapModes(
       tensor, /*keeps_indices=*/true,
-      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         if (dim.has_value()) {
           STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
           if (in[*dim] != 1) {
@@ -325,7 +324,7 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
   return MapModes(tensor, /*keeps_indices=*/true,
-                  [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+                  [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
                     const int64_t rank = in.size();
                     if (dim < 0 || dim > rank) {
                       return ValueErrorCat("Unsqueeze: position ", dim,
@@ -368,7 +367,7 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
       tensor, /*keeps_indices=*/false,
-      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         if (static_cast<int64_t>(target.size()) < rank) {
           return ValueErrorCat("BroadcastTo: shape ", shape().ToString(),
@@ -407,7 +406,7 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
       tensor, /*keeps_indices=*/false,
-      [&](const Extents& in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(dims.size()) == rank;
         for (size_t i = 0; valid && i < dims.size(); ++i) {
