@@ -24,8 +24,8 @@ struct ModeShape {
   bool broadcast = true;
 };
 
-ModeShape Inspect(const Layout& layout, const IntTuple::Elements& elements,
-                  int i) {
+// The mode is leaves [leaf_begin, leaf_end) of `layout`.
+ModeShape Inspect(const Layout& layout, int leaf_begin, int leaf_end) {
   ModeShape m;
   const auto extents = layout.shape().leaves();
   const auto strides = layout.stride().leaves();
@@ -40,7 +40,7 @@ ModeShape Inspect(const Layout& layout, const IntTuple::Elements& elements,
     }
     ++pieces;
   };
-  for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k) {
+  for (int k = leaf_begin; k < leaf_end; ++k) {
     if (extents[k] == 1) continue;
     if (strides[k] != 0) m.broadcast = false;
     // extent * stride may pass INT64_MAX (extent 2, stride 2^62) where the
@@ -69,22 +69,43 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
                          ": block-scaled representations need a scale level");
   }
   const Layout& s0 = adjacent[0];
-  const IntTuple::Elements elements = s0.shape().TopElements();
   int blocked = -1;
   int count = 0;
-  for (int i = 0; i < elements.size(); ++i) {
-    const ModeShape s = Inspect(s0, elements, i);
+  const auto s0_extents = s0.shape().leaves();
+  const auto s0_strides = s0.stride().leaves();
+  const auto tokens = s0.shape().tokens();
+  // The top-level modes, walked in the tokens (no element table: this runs in
+  // every view of a block-scaled Tensor).
+  const int rank = s0.shape().is_leaf() ? 1 : tokens[0];
+  int token = s0.shape().is_leaf() ? 0 : 1;
+  int leaf_end = 0;
+  for (int i = 0; i < rank; ++i) {
+    const int leaf_begin = leaf_end;
+    if (tokens[token] == IntTuple::kLeafToken) {
+      ++token;
+      ++leaf_end;
+    } else {
+      token = s0.shape().SubtreeEnd(token, &leaf_end);
+    }
+    // Coalescing keeps the stride of a mode's first leaf of extent > 1: where
+    // it is not 0, the mode is not a block (most modes, found in O(1)).
+    int k = leaf_begin;
+    while (k < leaf_end && s0_extents[k] == 1) ++k;
+    if (k < leaf_end && s0_extents[k] > 0 && s0_strides[k] != 0) continue;
+    const ModeShape s = Inspect(s0, leaf_begin, leaf_end);
     if (s.first_extent != block_size_ || s.first_stride != 0 ||
         !s.later_nonzero)
       continue;
-    if (Inspect(context.placement_layout(0), elements, i).broadcast) continue;
+    // L_0 has S_0's shape: the same leaves make the same mode.
+    if (Inspect(context.placement_layout(0), leaf_begin, leaf_end).broadcast)
+      continue;
     blocked = i;
     ++count;
   }
   if (count == 1) return blocked;
   // Only now, for the message: what each mode of S_0 does instead.
   std::vector<std::string> seen;
-  for (int i = 0; i < elements.size(); ++i) {
+  for (int i = 0; i < rank; ++i) {
     const Layout mode = s0.shape().is_leaf() ? s0 : s0.mode(i);
     seen.push_back(absl::StrCat("mode ", i, " -> ", Coalesce(mode).ToString()));
   }

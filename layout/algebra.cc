@@ -100,7 +100,16 @@ Modes CoalescedModes(const Layout& layout) {
 struct JointOperand {
   absl::InlinedVector<int64_t, 8> extents;
   std::vector<absl::InlinedVector<int64_t, 8>> strides;  // [operand][mode]
-  std::string text;                                      // For messages.
+  // The operands, for messages, which name them (built only on failure:
+  // every view of a block-scaled Tensor composes).
+  absl::Span<const Layout> sources;
+  std::string Text() const {
+    std::string text;
+    for (size_t j = 0; j < sources.size(); ++j) {
+      absl::StrAppend(&text, j == 0 ? "" : " and ", sources[j].ToString());
+    }
+    return text;
+  }
 };
 
 JointOperand JointCoalesce(absl::Span<const Layout> as) {
@@ -128,9 +137,7 @@ JointOperand JointCoalesce(absl::Span<const Layout> as) {
     out.extents.push_back(1);
     for (auto& strides : out.strides) strides.push_back(0);
   }
-  for (size_t j = 0; j < as.size(); ++j) {
-    absl::StrAppend(&out.text, j == 0 ? "" : " and ", as[j].ToString());
-  }
+  out.sources = as;
   return out;
 }
 
@@ -147,7 +154,7 @@ using Pieces = absl::InlinedVector<Piece, 8>;
 absl::StatusOr<Pieces> ComposeLeaf(const JointOperand& a, int64_t extent,
                                    int64_t stride) {
   auto inadmissible = [&](absl::string_view why) {
-    return ValueErrorCat("composition ", a.text, " o ", extent, ":", stride,
+    return ValueErrorCat("composition ", a.Text(), " o ", extent, ":", stride,
                          " is not admissible: ", why);
   };
   // As in CuTe, a mode of extent 1 only reaches B(0) == 0, whatever its stride,
@@ -204,7 +211,7 @@ absl::StatusOr<Layout> PiecesLayout(const JointOperand& a, size_t j,
     int64_t stride = 0;
     if (p.a_mode >= 0 &&
         !CheckedMul(a.strides[j][p.a_mode], p.digit_step, &stride)) {
-      return ValueErrorCat("composition with ", a.text,
+      return ValueErrorCat("composition with ", a.Text(),
                            " overflows 64-bit arithmetic");
     }
     modes.push_back({p.extent, stride});
@@ -264,7 +271,7 @@ absl::Status CheckDistributes(const JointOperand& a,
     digit_sum[p.a_mode] += p.digit_step * (p.extent - 1);
     if (digit_sum[p.a_mode] >= a.extents[p.a_mode]) {
       return ValueErrorCat(
-          "composition ", a.text, " o ", b.ToString(),
+          "composition ", a.Text(), " o ", b.ToString(),
           start_digits.empty() ? "" : " at an offset",
           " is not admissible: the right operand's modes overlap or wrap in "
           "mode ",
@@ -460,7 +467,7 @@ absl::StatusOr<JointComposition> ComposeJointly(absl::Span<const Layout> as,
       int64_t term;
       if (!CheckedMul(digits[k], joint.strides[j][k], &term) ||
           !CheckedAdd(base, term, &base)) {
-        return ValueErrorCat("composition ", joint.text, " at offset ", start,
+        return ValueErrorCat("composition ", joint.Text(), " at offset ", start,
                              " overflows 64-bit arithmetic");
       }
     }

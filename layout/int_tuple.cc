@@ -87,8 +87,8 @@ IntTuple::Elements IntTuple::TopElements() const {
     return e;
   }
   const int rank = tokens_[0];
-  e.token.resize(rank + 1);
-  e.leaf.resize(rank + 1);
+  e.token.resize_for_overwrite(rank + 1);  // Every entry is written below.
+  e.leaf.resize_for_overwrite(rank + 1);
   if (tokens_.size() == leaves_.size() + 1) {
     // A flat tuple (only the root is not a leaf): element i is token i + 1
     // and leaf i.

@@ -85,6 +85,11 @@ class SmallVector {
   void clear() { size_ = 0; }
   // Keeps the first n values. Precondition: n <= size().
   void truncate(size_t n) { size_ = static_cast<uint32_t>(n); }
+  // New values are indeterminate, for a caller that writes them all.
+  void resize_for_overwrite(size_t n) {
+    Reserve(n);
+    size_ = static_cast<uint32_t>(n);
+  }
   // New values are zero.
   void resize(size_t n) {
     Reserve(n);

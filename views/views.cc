@@ -72,11 +72,19 @@ absl::Status Assemble(const Layout& layout, const IntTuple::Elements* elements,
       }
     }
   } else {
+    const int32_t* tokens = elements->token.data();
+    const int32_t* leaves = elements->leaf.data();
+    const int64_t* extents = layout.shape().leaves().data();
+    const int64_t* strides = layout.stride().leaves().data();
     for (const ModeSpec& m : specs) {
-      if (m.source >= 0) {
-        assembler.AppendMode(layout, *elements, m.source);
-      } else {
+      if (m.source < 0) {
         assembler.AppendInteger(m.extent, 0);
+      } else if (tokens[m.source + 1] - tokens[m.source] == 1) {
+        // An integer mode: one leaf.
+        const int k = leaves[m.source];
+        assembler.AppendInteger(extents[k], strides[k]);
+      } else {
+        assembler.AppendMode(layout, *elements, m.source);
       }
     }
   }
