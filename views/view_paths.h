@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/tensor.h"
+#include "layout/layout.h"
 
 namespace strata {
 namespace views_internal {
@@ -24,6 +25,12 @@ absl::StatusOr<Tensor> ReshapeByComposition(const Tensor& tensor,
 absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
                                           int64_t start, int64_t count,
                                           int64_t step);
+
+// AsStrided(tensor, layout, offset) by composition (NOTE [ AsStrided by
+// leaves ] in views.cc), with AsStrided's errors, unnamed.
+absl::StatusOr<Tensor> AsStridedByComposition(const Tensor& tensor,
+                                              const Layout& layout,
+                                              int64_t offset);
 
 }  // namespace views_internal
 }  // namespace strata

@@ -331,20 +331,21 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 }
 
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
-  return MapModes(tensor, /*keeps_indices=*/true,
-                  [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
-                    const int64_t rank = in.size();
-                    if (dim < 0 || dim > rank) {
-                      return ValueErrorCat("Unsqueeze: position ", dim,
-                                           " is out of range [0, ", rank, "]");
-                    }
-                    for (int64_t i = 0; i < rank; ++i) {
-                      if (i == dim) out->push_back({-1, 1});
-                      out->push_back({static_cast<int>(i), 0});
-                    }
-                    if (dim == rank) out->push_back({-1, 1});
-                    return absl::OkStatus();
-                  });
+  return MapModes(
+      tensor, /*keeps_indices=*/true,
+      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+        const int64_t rank = in.size();
+        if (dim < 0 || dim > rank) {
+          return ValueErrorCat("Unsqueeze: position ", dim,
+                               " is out of range [0, ", rank, "]");
+        }
+        for (int64_t i = 0; i < rank; ++i) {
+          if (i == dim) out->push_back({-1, 1});
+          out->push_back({static_cast<int>(i), 0});
+        }
+        if (dim == rank) out->push_back({-1, 1});
+        return absl::OkStatus();
+      });
 }
 
 absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
@@ -767,9 +768,170 @@ absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
   return result;
 }
 
+namespace {
+
+// NOTE [ AsStrided by leaves ]
+// A multi-level AsStrided must find, for each new coordinate, the level-0
+// coordinate whose carrier index it names (the general path composes with
+// L_0's left inverse, then with L_0 and S_0 jointly). Where the new layout
+// walks L_0's own leaves, the answer is plain: the offset's digits in L_0's
+// leaves (greedy by decreasing stride, exact when it lands: L_0 is
+// injective), and each new leaf (n, d) of extent > 1 either stays (d == 0:
+// it reaches one coordinate) or moves one unused leaf of L_0 of stride d by
+// 1 from its digit c, with c + n - 1 below its extent -- or, from c == 0, a
+// run of L_0's leaves whose strides chain (e_j * s_j is the next one's
+// stride), as a whole leaves and a part of the last; the new leaf is then
+// refined into the run's leaves, in L_0 and S_0 alike. Distinct new leaves
+// move distinct leaves, so no digit carries: the new coordinate's carrier
+// index is L_0 of that coordinate, and S_0 reads it there. Anything else
+// (negative strides, a leaf moved twice, a stride L_0 lacks, an offset with
+// no digits) goes through composition, which gives the same layouts
+// (views_test: AsStridedFastPathEqualsComposition).
+bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
+                       int64_t offset, Representation::ViewDraft* draft,
+                       int64_t* level1_base, absl::Status* status) {
+  constexpr int kMaxLeaves = 16;
+  const Subtensor& level0 = rep.subtensor(0);
+  const Layout& l0 = level0.placement;
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  const int64_t delta = offset - level0.offset;
+  const auto e = l0.shape().leaves();
+  const auto s = l0.stride().leaves();
+  const auto t = s0.stride().leaves();
+  const int m = static_cast<int>(e.size());
+  if (delta < 0 || m > kMaxLeaves) return false;
+  // The leaves that move, by decreasing stride.
+  int order[kMaxLeaves];
+  int moving = 0;
+  for (int j = 0; j < m; ++j) {
+    if (e[j] <= 1) continue;
+    if (s[j] <= 0) return false;
+    int at = moving++;
+    while (at > 0 && s[order[at - 1]] < s[j]) {
+      order[at] = order[at - 1];
+      --at;
+    }
+    order[at] = j;
+  }
+  int64_t digit[kMaxLeaves] = {};
+  int64_t rest = delta;
+  for (int i = 0; i < moving; ++i) {
+    const int j = order[i];
+    const int64_t q = rest / s[j];
+    if (q >= e[j]) return false;
+    digit[j] = q;
+    rest -= q * s[j];  // q * s[j] <= rest.
+  }
+  if (rest != 0) return false;
+  // The new leaves, each as its pieces: (extent, L_0 stride, S_0 stride).
+  const auto n = layout.shape().leaves();
+  const auto d = layout.stride().leaves();
+  bool used[kMaxLeaves] = {};
+  layout_internal::SmallVector<int, 8> counts;
+  layout_internal::SmallVector<int64_t, 8> extents, l_strides, s_strides;
+  bool refined = false;
+  auto find = [&](int64_t stride) {
+    for (int j = 0; j < m; ++j) {
+      if (e[j] > 1 && !used[j] && s[j] == stride) return j;
+    }
+    return -1;
+  };
+  for (size_t k = 0; k < n.size(); ++k) {
+    if (n[k] == 1 || d[k] == 0) {
+      // One coordinate, or the same one n times: stride 0 in both (an
+      // extent-1 leaf's stride is 0, as composition writes it).
+      counts.push_back(1);
+      extents.push_back(n[k]);
+      l_strides.push_back(0);
+      s_strides.push_back(0);
+      continue;
+    }
+    int j = d[k] > 0 ? find(d[k]) : -1;
+    if (j < 0) return false;
+    int64_t need = n[k];
+    int pieces = 0;
+    int previous = -1;  // The leaf of L_0 the last piece moves.
+    // A piece on the next leaf of L_0 (extent-1 leaves skipped) whose strides
+    // chain from the previous piece's in L_0 and S_0 alike merges with it:
+    // composition coalesces those leaves jointly.
+    auto add_piece = [&](int64_t extent, int64_t l_stride, int64_t s_stride) {
+      int next_leaf = previous + 1;
+      while (previous >= 0 && next_leaf < m && e[next_leaf] == 1) ++next_leaf;
+      const bool neighbour = previous >= 0 && next_leaf == j;
+      previous = j;
+      int64_t l_seam, s_seam;
+      if (neighbour && CheckedMul(extents.back(), l_strides.back(), &l_seam) &&
+          l_seam == l_stride &&
+          CheckedMul(extents.back(), s_strides.back(), &s_seam) &&
+          s_seam == s_stride) {
+        extents.back() *= extent;  // At most n[k].
+        return;
+      }
+      extents.push_back(extent);
+      l_strides.push_back(l_stride);
+      s_strides.push_back(s_stride);
+      ++pieces;
+    };
+    while (true) {
+      used[j] = true;
+      if (need - 1 < e[j] - digit[j]) {
+        add_piece(need, s[j], t[j]);
+        break;
+      }
+      if (digit[j] != 0 || need % e[j] != 0) return false;
+      add_piece(e[j], s[j], t[j]);
+      need /= e[j];
+      int64_t next;
+      if (!CheckedMul(e[j], s[j], &next)) return false;
+      j = find(next);
+      if (j < 0) return false;
+    }
+    counts.push_back(pieces);
+    refined |= pieces > 1;
+  }
+  // S_0 at the offset's coordinate: a value S_0 reaches, so no overflow.
+  int64_t base = 0;
+  for (int j = 0; j < m; ++j) base += digit[j] * t[j];
+  *level1_base = base;
+  draft->offset(0) = offset;
+  auto make = [&](absl::Span<const int64_t> strides) {
+    if (!refined) {
+      return Layout::Create(layout.shape(),
+                            layout.stride().TransformLeaves(
+                                [&](size_t k, int64_t) { return strides[k]; }));
+    }
+    const auto count_span = absl::MakeConstSpan(counts.data(), counts.size());
+    IntTuple shape = IntTupleBuilder::RefineLeaves(
+        layout.shape(), count_span,
+        absl::MakeConstSpan(extents.data(), extents.size()));
+    IntTuple stride =
+        IntTupleBuilder::RefineLeaves(layout.stride(), count_span, strides);
+    if (layout.shape().is_leaf()) {
+      // A one-mode layout keeps one mode, as composition's results do.
+      shape = IntTuple::Tuple({shape});
+      stride = IntTuple::Tuple({stride});
+    }
+    return Layout::Create(std::move(shape), std::move(stride));
+  };
+  auto placement =
+      make(absl::MakeConstSpan(l_strides.data(), l_strides.size()));
+  auto adjacent = make(absl::MakeConstSpan(s_strides.data(), s_strides.size()));
+  if (!placement.ok()) {
+    *status = placement.status();
+  } else if (!adjacent.ok()) {
+    *status = NotAnAdjacentLayout(adjacent.status());
+  } else {
+    draft->placement(0) = *std::move(placement);
+    draft->adjacent(0) = *std::move(adjacent);
+  }
+  return true;
+}
+
+}  // namespace
+
 static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
                                             const Layout& layout,
-                                            int64_t offset) {
+                                            int64_t offset, bool by_leaves) {
   if (offset < 0) {
     return ValueErrorCat("AsStrided: offset ", offset,
                          " is negative; Tensor offsets must be non-negative");
@@ -803,6 +965,15 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
           "AsStrided: a multi-subtensor Tensor needs an injective L_0: ",
           level0.placement.ToString(), " has a leaf of extent ", l0_extents[k],
           " with stride 0");
+    }
+  }
+  if (by_leaves) {
+    int64_t level1_base;
+    absl::Status status;
+    if (AsStridedByLeaves(rep, layout, offset, &draft, &level1_base, &status)) {
+      STRATA_RETURN_IF_ERROR(status);
+      STRATA_RETURN_IF_ERROR(NarrowLevels(rep, level1_base, &draft));
+      return Publish(draft);
     }
   }
   auto inverse = LeftInverse(level0.placement);
@@ -859,9 +1030,20 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
 
 absl::StatusOr<Tensor> AsStrided(const Tensor& tensor, const Layout& layout,
                                  int64_t offset) {
-  absl::StatusOr<Tensor> result = AsStridedImpl(tensor, layout, offset);
+  absl::StatusOr<Tensor> result =
+      AsStridedImpl(tensor, layout, offset, /*by_leaves=*/true);
   Named("AsStrided", &result);
   return result;
 }
+
+namespace views_internal {
+
+absl::StatusOr<Tensor> AsStridedByComposition(const Tensor& tensor,
+                                              const Layout& layout,
+                                              int64_t offset) {
+  return AsStridedImpl(tensor, layout, offset, /*by_leaves=*/false);
+}
+
+}  // namespace views_internal
 
 }  // namespace strata

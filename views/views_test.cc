@@ -1171,6 +1171,79 @@ TEST(ViewFastPathsTest, ReshapeOfHugeStridesIsCheckedArithmetic) {
 namespace strata {
 namespace {
 
+// NOTE [ AsStrided by leaves ]: on layouts that walk L_0's leaves (boxes of
+// them from a random start, chained leaves read as one, stride-0 leaves,
+// extent-1 leaves, any order) and on random layouts, AsStrided gives what
+// composition gives, or fails where it fails.
+TEST(ViewFastPathsTest, AsStridedFastPathEqualsComposition) {
+  testing::RandomLayouts gen(23);
+  int admitted = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const std::string seed = absl::StrCat("round ", round);
+    Tensor t = RandomTensor(gen, /*two_level=*/true);
+    if (round % 4 == 0) {
+      t = BlockScaled(1 + gen.Uniform(0, 3), 32 * gen.Uniform(1, 3), 32);
+      if (gen.Uniform(0, 1)) t = *Permute(t, {1, 0});
+    }
+    const Layout& l0 = t.layout();
+    const auto e = l0.shape().leaves();
+    const auto s = l0.stride().leaves();
+    std::vector<int64_t> extents, strides;
+    int64_t offset = t.offset();
+    if (round % 10 == 9) {
+      const Layout random = gen.Injective(3, 4, 1);
+      extents.assign(random.shape().leaves().begin(),
+                     random.shape().leaves().end());
+      strides.assign(random.stride().leaves().begin(),
+                     random.stride().leaves().end());
+      offset += gen.Uniform(0, 3);
+    } else {
+      for (size_t j = 0; j < e.size(); ++j) {
+        if (e[j] == 1 || gen.Uniform(0, 4) == 0) continue;
+        const int64_t start = gen.Uniform(0, 2) ? 0 : gen.Uniform(0, e[j] - 1);
+        int64_t extent = gen.Uniform(1, e[j] - start);
+        if (start == 0 && gen.Uniform(0, 1)) extent = e[j];
+        offset += start * s[j];
+        // A whole leaf followed by the leaf its stride chains into reads as
+        // one leaf.
+        if (!extents.empty() && extents.back() * strides.back() == s[j] &&
+            gen.Uniform(0, 1)) {
+          extents.back() *= extent;
+          continue;
+        }
+        extents.push_back(extent);
+        strides.push_back(s[j]);
+      }
+      if (gen.Uniform(0, 3) == 0) {
+        extents.push_back(gen.Uniform(1, 3));
+        strides.push_back(gen.Uniform(0, 1) ? 0 : s[0]);
+      }
+      // A random order.
+      for (size_t k = extents.size(); k > 1; --k) {
+        const size_t other = gen.Uniform(0, k - 1);
+        std::swap(extents[k - 1], extents[other]);
+        std::swap(strides[k - 1], strides[other]);
+      }
+    }
+    if (extents.empty()) extents = {1}, strides = {0};
+    const Layout layout =
+        *Layout::Create(IntTuple::Flat(extents), IntTuple::Flat(strides));
+    const auto fast = AsStrided(t, layout, offset);
+    const auto general =
+        views_internal::AsStridedByComposition(t, layout, offset);
+    const std::string what =
+        absl::StrCat(seed, ": AsStrided(", l0.ToString(), " at ", t.offset(),
+                     ", ", layout.ToString(), ", ", offset, ")");
+    ASSERT_EQ(fast.ok(), general.ok())
+        << what << ": " << fast.status() << " vs " << general.status();
+    if (fast.ok()) {
+      ++admitted;
+      ExpectSameRepresentation(fast, general, what);
+    }
+  }
+  EXPECT_GT(admitted, 500);
+}
+
 // Layouts past the assembler's inline buffers (8 leaves, 16 tokens) spill
 // into heap-held tuples: the same views, the same answers.
 TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
