@@ -14,14 +14,13 @@
 namespace strata {
 namespace {
 
-// Mode i's leaves of `layout` (a coalesced view, computed in place): the first
-// non-trivial (extent, stride) pair after merging, whether every later stride
-// is non-zero, and whether every stride is 0 (a broadcast mode).
+// A mode's leaves of `layout` (a coalesced view, computed in place): the first
+// non-trivial (extent, stride) pair after merging, and whether every later
+// stride is non-zero.
 struct ModeShape {
   int64_t first_extent = 1;
   int64_t first_stride = 0;
   bool later_nonzero = true;
-  bool broadcast = true;
 };
 
 // The mode is leaves [leaf_begin, leaf_end) of `layout`.
@@ -42,7 +41,6 @@ ModeShape Inspect(const Layout& layout, int leaf_begin, int leaf_end) {
   };
   for (int k = leaf_begin; k < leaf_end; ++k) {
     if (extents[k] == 1) continue;
-    if (strides[k] != 0) m.broadcast = false;
     // extent * stride may pass INT64_MAX (extent 2, stride 2^62) where the
     // layout itself fits; such a product is never a stride of the layout.
     int64_t seam;
@@ -96,9 +94,15 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
     if (s.first_extent != block_size_ || s.first_stride != 0 ||
         !s.later_nonzero)
       continue;
-    // L_0 has S_0's shape: the same leaves make the same mode.
-    if (Inspect(context.placement_layout(0), leaf_begin, leaf_end).broadcast)
-      continue;
+    // L_0 has S_0's shape: the same leaves make the same mode, a broadcast
+    // where every leaf of extent > 1 has stride 0.
+    const auto l0_extents = context.placement_layout(0).shape().leaves();
+    const auto l0_strides = context.placement_layout(0).stride().leaves();
+    bool broadcast = true;
+    for (int leaf = leaf_begin; leaf < leaf_end && broadcast; ++leaf) {
+      broadcast = l0_extents[leaf] == 1 || l0_strides[leaf] == 0;
+    }
+    if (broadcast) continue;
     blocked = i;
     ++count;
   }

@@ -180,6 +180,26 @@ absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
   return status;
 }
 
+absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
+                                          absl::Span<const int64_t> strides,
+                                          const Layout* same_indices,
+                                          Layout* out) {
+  Layout& l = *out;
+  l.shape_ = shaped.shape_;
+  l.stride_.tokens_ = shaped.stride_.tokens_;
+  l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
+  if (same_indices != nullptr) {
+    l.size_ = same_indices->size_;
+    l.max_index_ = same_indices->max_index_;
+    l.min_index_ = same_indices->min_index_;
+    return absl::OkStatus();
+  }
+  absl::Status status = Layout::ComputeBounds(l.shape_, l.stride_, &l.size_,
+                                              &l.max_index_, &l.min_index_);
+  if (!status.ok()) l = Layout();
+  return status;
+}
+
 void LayoutAssembler::FinishKeepingBounds(const Layout& same_indices,
                                           bool unwrap_single_integer) {
   // Read before Commit: `same_indices` may be `*out_` itself.

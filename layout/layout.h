@@ -173,6 +173,16 @@ class LayoutAssembler {
   void FinishKeepingBounds(const Layout& same_indices,
                            bool unwrap_single_integer);
 
+  // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
+  // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
+  // without assembling its shape again. With `same_indices`, its bounds are
+  // copied (as FinishKeepingBounds does); otherwise they are computed, with
+  // Layout::Create's errors (on error `*out` is 1:0). `out` must not be
+  // `shaped` or `same_indices`.
+  static absl::Status WithShapeOf(const Layout& shaped,
+                                  absl::Span<const int64_t> strides,
+                                  const Layout* same_indices, Layout* out);
+
  private:
   // The layout is assembled in these buffers (registers and stack, where
   // appends into `out` itself would reload its sizes after every store) and

@@ -17,6 +17,7 @@
 #include "core/tensor_access.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
+#include "layout/small_vector.h"
 #include "views/narrow_level.h"
 #include "views/view_paths.h"
 
@@ -142,23 +143,35 @@ class ModeIndex {
   IntTuple::Elements elements_;
 };
 
-// The extent of each top-level mode.
-Extents ModeExtents(const Layout& layout, const IntTuple::Elements& elements) {
-  Extents extents;
-  const auto leaves = layout.shape().leaves();
-  if (elements.size() == static_cast<int>(leaves.size())) {
-    // Every mode is one leaf.
-    extents.assign(leaves.data(), leaves.data() + leaves.size());
-    return extents;
-  }
-  for (int i = 0; i < elements.size(); ++i) {
-    int64_t e = 1;
+// TopElements() of a shape that is not flat, and the extent of each of its
+// modes, in one walk of its tokens.
+void ReadNestedModes(const IntTuple& shape, IntTuple::Elements* elements,
+                     Extents* extents) {
+  const auto tokens = shape.tokens();
+  const auto leaves = shape.leaves();
+  const int rank = tokens[0];
+  elements->token.resize_for_overwrite(rank + 1);
+  elements->leaf.resize_for_overwrite(rank + 1);
+  extents->resize_for_overwrite(rank);
+  int token = 1;
+  int leaf = 0;
+  elements->token[0] = token;
+  elements->leaf[0] = leaf;
+  for (int i = 0; i < rank; ++i) {
+    const int begin = leaf;
+    if (tokens[token] == IntTuple::kLeafToken) {
+      ++token;
+      ++leaf;
+    } else {
+      token = shape.SubtreeEnd(token, &leaf);
+    }
     // Bounded by the product of the positive extents (NOTE [ Layout bounds ]).
-    for (int k = elements.leaf[i]; k < elements.leaf[i + 1]; ++k)
-      e *= leaves[k];
-    extents.push_back(e);
+    int64_t e = 1;
+    for (int k = begin; k < leaf; ++k) e *= leaves[k];
+    (*extents)[i] = e;
+    elements->token[i + 1] = token;
+    elements->leaf[i + 1] = leaf;
   }
-  return extents;
 }
 
 // Applies an offset-free view, given as mode specs over the input's top-level
@@ -176,8 +189,7 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
   Extents nested_extents;
   absl::Span<const int64_t> extents = l0.shape().leaves();
   if (!flat) {
-    elements = l0.shape().TopElements();
-    nested_extents = ModeExtents(l0, elements);
+    ReadNestedModes(l0.shape(), &elements, &nested_extents);
     extents = absl::MakeConstSpan(nested_extents.data(), nested_extents.size());
   }
   const IntTuple::Elements* modes = flat ? nullptr : &elements;
@@ -188,8 +200,24 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
   STRATA_RETURN_IF_ERROR(
       Assemble(l0, modes, span, keeps_indices, &draft.placement(0)));
   if (rep.num_levels() > 1) {
-    if (absl::Status s = Assemble(rep.adjacent_layouts()[0], modes, span,
-                                  keeps_indices, &draft.adjacent(0));
+    // S_0 has the new L_0's shape: only its strides are gathered.
+    const Layout& s0 = rep.adjacent_layouts()[0];
+    const auto s0_strides = s0.stride().leaves();
+    layout_internal::SmallVector<int64_t, 8> strides;
+    for (const ModeSpec& m : specs) {
+      if (m.source < 0) {
+        strides.push_back(0);
+      } else if (flat) {
+        strides.push_back(s0_strides[m.source]);
+      } else {
+        strides.append(s0_strides.data() + elements.leaf[m.source],
+                       s0_strides.data() + elements.leaf[m.source + 1]);
+      }
+    }
+    if (absl::Status s = LayoutAssembler::WithShapeOf(
+            draft.placement(0),
+            absl::MakeConstSpan(strides.data(), strides.size()),
+            keeps_indices ? &s0 : nullptr, &draft.adjacent(0));
         !s.ok()) {
       return NotAnAdjacentLayout(s);
     }
