@@ -134,7 +134,9 @@ class LayoutAssembler {
     const int token_count = elements.token[i + 1] - token_begin;
     const int leaf_begin = elements.leaf[i];
     const int leaf_count = elements.leaf[i + 1] - leaf_begin;
-    if (num_tokens_ + token_count > kTokens ||
+    // Once spilled, every later mode goes to the spill too, even one that
+    // would fit the buffers.
+    if (spilled_ || num_tokens_ + token_count > kTokens ||
         num_leaves_ + leaf_count > kLeaves) {
       return AppendModeSpilled(source, elements, i);
     }
@@ -152,7 +154,7 @@ class LayoutAssembler {
   }
   // A new integer mode extent:stride.
   void AppendInteger(int64_t extent, int64_t stride) {
-    if (num_tokens_ + 1 > kTokens || num_leaves_ + 1 > kLeaves) {
+    if (spilled_ || num_tokens_ + 1 > kTokens || num_leaves_ + 1 > kLeaves) {
       return AppendIntegerSpilled(extent, stride);
     }
     ++tokens_[0];

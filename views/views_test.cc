@@ -1265,6 +1265,20 @@ TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
   ASSERT_TRUE(moved.ok()) << moved.status();
   EXPECT_EQ(moved->layout().ToString(),
             "((2,(2,2)),2,2,2,2,2,2,2):((128,(256,512)),1,2,4,8,16,32,64)");
+  // The nested mode spills the buffers at 7 leaves; the integer mode after it
+  // would fit them, and must still follow it (the API fuzzer found this).
+  auto spilled_first =
+      Permute(Plain("(2,2,2,2,2,2,(2,2),2):(1,2,4,8,16,32,(64,128),256)"),
+              {0, 1, 2, 3, 4, 5, 7, 6});
+  ASSERT_TRUE(spilled_first.ok()) << spilled_first.status();
+  EXPECT_EQ(spilled_first->layout().ToString(),
+            "(2,2,2,2,2,2,2,(2,2)):(1,2,4,8,16,32,256,(64,128))");
+  auto after_spill =
+      Permute(Plain("(2,2,2,2,2,2,2,(2,2),2):(1,2,4,8,16,32,64,(128,256),512)"),
+              {0, 1, 2, 3, 4, 5, 6, 7, 8});
+  ASSERT_TRUE(after_spill.ok()) << after_spill.status();
+  EXPECT_EQ(after_spill->layout().ToString(),
+            "(2,2,2,2,2,2,2,(2,2),2):(1,2,4,8,16,32,64,(128,256),512)");
   auto broadcast = BroadcastTo(nested, {3, 2, 2, 2, 2, 2, 2, 2, 8});
   ASSERT_TRUE(broadcast.ok()) << broadcast.status();
   EXPECT_EQ(broadcast->size(), 3 * nested.size());
