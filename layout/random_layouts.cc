@@ -50,7 +50,10 @@ Layout RandomLayouts::Any(int max_leaves, int64_t max_extent,
 
 Layout RandomLayouts::Injective(int max_leaves, int64_t max_extent,
                                 int max_depth, bool gaps) {
-  IntTuple shape = Shape(max_leaves, max_extent, max_depth);
+  return CompactInRandomOrder(Shape(max_leaves, max_extent, max_depth), gaps);
+}
+
+Layout RandomLayouts::CompactInRandomOrder(const IntTuple& shape, bool gaps) {
   const auto extents = shape.leaves();
   std::vector<size_t> order(extents.size());
   std::iota(order.begin(), order.end(), 0);

@@ -31,6 +31,9 @@ class RandomLayouts {
   // strides.
   Layout Injective(int max_leaves, int64_t max_extent, int max_depth = 2,
                    bool gaps = true);
+  // A compact layout of `shape` whose leaves are placed in random order;
+  // with `gaps`, some strides are multiplied by 2 or 3 (still injective).
+  Layout CompactInRandomOrder(const IntTuple& shape, bool gaps = false);
   // A compact column-major layout of a shape whose size divides `size`.
   Layout DividingTiler(int64_t size);
   // Injective(...) with a random subset of its leaves (possibly all) given

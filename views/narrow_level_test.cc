@@ -262,18 +262,7 @@ RandomCase MakeCase(strata::testing::RandomLayouts& gen) {
     }
     // Placement strides do not change which box exists; make them a random
     // compact order so that offsets are checked too.
-    std::vector<size_t> order(extents.size());
-    for (size_t a = 0; a < order.size(); ++a) order[a] = a;
-    std::shuffle(order.begin(), order.end(), gen.engine());
-    std::vector<int64_t> strides(extents.size());
-    int64_t running = 1;
-    for (size_t a : order) {
-      strides[a] = running;
-      running *= extents[a];
-    }
-    const Layout placement = *Layout::Create(
-        grid,
-        grid.TransformLeaves([&](size_t a, int64_t) { return strides[a]; }));
+    const Layout placement = gen.CompactInRandomOrder(grid);
     const IntTuple shape = gen.Shape(3, 5, 2, 48);
     const IntTuple stride = shape.TransformLeaves([&](size_t, int64_t) {
       switch (gen.Uniform(0, 3)) {

@@ -126,24 +126,6 @@ const CompoundDType* TestBlocked() {
   return dtype;
 }
 
-// A compact layout of `shape` whose leaves are placed in random order.
-Layout CompactInRandomOrder(testing::RandomLayouts& gen,
-                            const IntTuple& shape) {
-  const auto extents = shape.leaves();
-  std::vector<size_t> order(extents.size());
-  for (size_t k = 0; k < order.size(); ++k) order[k] = k;
-  std::shuffle(order.begin(), order.end(), gen.engine());
-  std::vector<int64_t> strides(extents.size());
-  int64_t running = 1;
-  for (size_t k : order) {
-    strides[k] = running;
-    running *= extents[k];
-  }
-  return *Layout::Create(shape, shape.TransformLeaves([&](size_t k, int64_t) {
-    return strides[k];
-  }));
-}
-
 // A TestBlocked Tensor of (l0, l1, s0) at random offsets in fresh carriers.
 Tensor TwoLevelAtRandomOffsets(testing::RandomLayouts& gen, const Layout& l0,
                                const Layout& l1, const Layout& s0) {
@@ -188,7 +170,7 @@ Tensor RandomTensor(testing::RandomLayouts& gen, bool two_level) {
   const IntTuple shape = IntTuple::Tuple(value_modes);
   // Values compact in a random leaf order; scales in a random injective order.
   (void)gen.Injective(8, 1, 0);  // Only used for its RNG draws.
-  const Layout l0 = CompactInRandomOrder(gen, shape);
+  const Layout l0 = gen.CompactInRandomOrder(shape);
   const IntTuple scale_shape = IntTuple::Flat(scale_extents);
   const Layout l1 = gen.Uniform(0, 1) ? *Layout::RowMajor(scale_shape)
                                       : *Layout::ColumnMajor(scale_shape);
@@ -754,8 +736,8 @@ Tensor RandomHierarchicalTensor(testing::RandomLayouts& gen) {
       level_size *= e;
     }
     if (level_size > 512 || level_size < 2) continue;
-    const Layout l0 = CompactInRandomOrder(gen, shape);
-    const Layout l1 = CompactInRandomOrder(gen, level_shape);
+    const Layout l0 = gen.CompactInRandomOrder(shape);
+    const Layout l1 = gen.CompactInRandomOrder(level_shape);
     const Layout s0 = *Layout::Create(
         shape, shape.TransformLeaves([&](size_t, int64_t) -> int64_t {
           switch (gen.Uniform(0, 5)) {
