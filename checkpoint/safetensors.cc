@@ -907,11 +907,7 @@ absl::Status WriteSafetensors(
   std::string header =
       root.dump(-1, ' ', false, Json::error_handler_t::replace);
   header.append((8 - header.size() % 8) % 8, ' ');
-  std::string prefix(8, '\0');
-  for (int k = 0; k < 8; ++k) {
-    prefix[k] =
-        static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * k));
-  }
+  const std::string prefix = SafetensorsLengthPrefix(header.size());
 
   // Written to a temporary file beside `path`, renamed over it at the end.
   const std::string temporary =
@@ -957,6 +953,14 @@ absl::Status WriteSafetensors(
     return status;
   }
   return absl::OkStatus();
+}
+
+std::string SafetensorsLengthPrefix(uint64_t header_bytes) {
+  std::string prefix(8, '\0');
+  for (int k = 0; k < 8; ++k) {
+    prefix[k] = static_cast<char>(header_bytes >> (8 * k));
+  }
+  return prefix;
 }
 
 }  // namespace strata

@@ -62,6 +62,10 @@ namespace strata {
 // library (MAX_HEADER_SIZE).
 inline constexpr int64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
+// The 8 bytes that open a safetensors file: the header length, little-endian
+// (the writer's, and the one test files and the fixture tool build).
+std::string SafetensorsLengthPrefix(uint64_t header_bytes);
+
 // One entry of a safetensors file: a Tensor, or why that Tensor was refused.
 struct SafetensorsTensor {
   std::string name;

@@ -33,10 +33,7 @@ using ::testing::HasSubstr;
 
 // A safetensors file: the 8-byte little-endian length, the header, the data.
 std::string FileBytes(const std::string& header, const std::string& data) {
-  std::string out(8, '\0');
-  const uint64_t n = header.size();
-  for (int k = 0; k < 8; ++k) out[k] = static_cast<char>(n >> (8 * k));
-  return out + header + data;
+  return SafetensorsLengthPrefix(header.size()) + header + data;
 }
 
 std::string TempPath(const std::string& name) {
@@ -505,9 +502,7 @@ TEST(ReadSafetensorsTest, FileErrorsAreNotASafetensorsFile) {
 TEST(ReadSafetensorsTest, HeaderOverOneHundredMegabytesIsRefused) {
   const std::string path = TempPath("big_header.safetensors");
   const uint64_t n = kMaxSafetensorsHeaderBytes + 1;
-  std::string prefix(8, '\0');
-  for (int k = 0; k < 8; ++k) prefix[k] = static_cast<char>(n >> (8 * k));
-  WriteFile("big_header.safetensors", prefix);
+  WriteFile("big_header.safetensors", SafetensorsLengthPrefix(n));
   ASSERT_EQ(truncate(path.c_str(), 8 + n), 0);
   const absl::Status status = ReadSafetensors(path).status();
   EXPECT_THAT(std::string(status.message()),

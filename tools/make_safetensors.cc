@@ -6,13 +6,12 @@
 #include <iostream>
 #include <string>
 
+#include "checkpoint/safetensors.h"
+
 namespace {
 
 std::string Bytes(const std::string& header, const std::string& data) {
-  std::string out(8, '\0');
-  const uint64_t n = header.size();
-  for (int k = 0; k < 8; ++k) out[k] = static_cast<char>(n >> (8 * k));
-  return out + header + data;
+  return strata::SafetensorsLengthPrefix(header.size()) + header + data;
 }
 
 // Deterministic filler: byte i is (i * 37 + seed) mod 256.
