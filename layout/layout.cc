@@ -171,13 +171,17 @@ void LayoutAssembler::Commit(bool unwrap_single_integer) {
   }
 }
 
+absl::Status LayoutAssembler::SetBounds(Layout* l) {
+  absl::Status status = Layout::ComputeBounds(l->shape_, l->stride_, &l->size_,
+                                              &l->max_index_, &l->min_index_);
+  if (!status.ok()) *l = Layout();
+  return status;
+}
+
 absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
   Commit(unwrap_single_integer);
   Layout& l = *out_;
-  absl::Status status = Layout::ComputeBounds(l.shape_, l.stride_, &l.size_,
-                                              &l.max_index_, &l.min_index_);
-  if (!status.ok()) l = Layout();
-  return status;
+  return SetBounds(&l);
 }
 
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
@@ -194,10 +198,7 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
     l.min_index_ = same_indices->min_index_;
     return absl::OkStatus();
   }
-  absl::Status status = Layout::ComputeBounds(l.shape_, l.stride_, &l.size_,
-                                              &l.max_index_, &l.min_index_);
-  if (!status.ok()) l = Layout();
-  return status;
+  return SetBounds(&l);
 }
 
 void LayoutAssembler::FinishKeepingBounds(const Layout& same_indices,

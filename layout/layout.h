@@ -197,6 +197,8 @@ class LayoutAssembler {
   void AppendIntegerSpilled(int64_t extent, int64_t stride);
   // Writes shape and stride into `*out_`.
   void Commit(bool unwrap_single_integer);
+  // Layout::Create's bounds and errors for `*l`'s tuples (on error, 1:0).
+  static absl::Status SetBounds(Layout* l);
 
   Layout* out_;
   int num_tokens_ = 1;  // tokens_[0] counts the elements.

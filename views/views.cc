@@ -53,40 +53,93 @@ struct ModeSpec {
 using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
 using Extents = layout_internal::SmallVector<int64_t, 8>;
 
+// Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
+// whose only inner node is its root.
+bool IsFlat(const IntTuple& tuple) {
+  return tuple.tokens().size() == tuple.leaves().size() + 1 || tuple.is_leaf();
+}
+
+// Where the top-level modes of a layout's shape lie, and their extents: without
+// an element table when every mode is one leaf (mode i is then leaf i and token
+// i + 1), else read in one walk of the tokens.
+class ModeIndex {
+ public:
+  explicit ModeIndex(const IntTuple& shape) : flat_(IsFlat(shape)) {
+    if (flat_) {
+      size_ = shape.num_leaves();
+      extents_ = shape.leaves();
+      return;
+    }
+    const auto tokens = shape.tokens();
+    const auto leaves = shape.leaves();
+    size_ = tokens[0];
+    elements_.token.resize_for_overwrite(size_ + 1);
+    elements_.leaf.resize_for_overwrite(size_ + 1);
+    nested_extents_.resize_for_overwrite(size_);
+    int token = 1;
+    int leaf = 0;
+    elements_.token[0] = token;
+    elements_.leaf[0] = leaf;
+    for (int i = 0; i < size_; ++i) {
+      const int begin = leaf;
+      if (tokens[token] == IntTuple::kLeafToken) {
+        ++token;
+        ++leaf;
+      } else {
+        token = shape.SubtreeEnd(token, &leaf);
+      }
+      // Bounded by the product of the positive extents (NOTE [ Layout
+      // bounds ]).
+      int64_t e = 1;
+      for (int k = begin; k < leaf; ++k) e *= leaves[k];
+      nested_extents_[i] = e;
+      elements_.token[i + 1] = token;
+      elements_.leaf[i + 1] = leaf;
+    }
+    extents_ =
+        absl::MakeConstSpan(nested_extents_.data(), nested_extents_.size());
+  }
+  ModeIndex(const ModeIndex&) = delete;
+  ModeIndex& operator=(const ModeIndex&) = delete;
+
+  int size() const { return size_; }
+  int leaf(int i) const { return flat_ ? i : elements_.leaf[i]; }
+  int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
+  // The extent of each mode.
+  absl::Span<const int64_t> extents() const { return extents_; }
+  // Mode i of `source` (a layout of the indexed shape, or congruent with it)
+  // appended to `assembler`.
+  void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
+    if (flat_ || elements_.token[i + 1] - elements_.token[i] == 1) {
+      const int k = leaf(i);  // An integer mode: one leaf.
+      assembler->AppendInteger(source.shape().leaves()[k],
+                               source.stride().leaves()[k]);
+    } else {
+      assembler->AppendMode(source, elements_, i);
+    }
+  }
+
+ private:
+  bool flat_;
+  int size_;
+  IntTuple::Elements elements_;
+  Extents nested_extents_;
+  absl::Span<const int64_t> extents_;  // The shape's leaves, or the above.
+};
+
 // Writes into `*out` the layout whose modes `specs` name, assembled from
 // `layout`'s own token ranges (no intermediate Layouts); one integer mode
 // stays an integer layout. With `keeps_indices` (the specs rearrange modes and
 // add or drop modes of extent 1 only), the bounds are `layout`'s.
-absl::Status Assemble(const Layout& layout, const IntTuple::Elements* elements,
+absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
                       absl::Span<const ModeSpec> specs, bool keeps_indices,
                       Layout* out) {
   LayoutAssembler assembler(out);
-  if (elements == nullptr) {
-    // Every mode of `layout` is one leaf (IsFlat).
-    const int64_t* extents = layout.shape().leaves().data();
-    const int64_t* strides = layout.stride().leaves().data();
-    for (const ModeSpec& m : specs) {
-      if (m.source >= 0) {
-        assembler.AppendInteger(extents[m.source], strides[m.source]);
-      } else {
-        assembler.AppendInteger(m.extent, 0);
-      }
-    }
-  } else {
-    const int32_t* tokens = elements->token.data();
-    const int32_t* leaves = elements->leaf.data();
-    const int64_t* extents = layout.shape().leaves().data();
-    const int64_t* strides = layout.stride().leaves().data();
-    for (const ModeSpec& m : specs) {
-      if (m.source < 0) {
-        assembler.AppendInteger(m.extent, 0);
-      } else if (tokens[m.source + 1] - tokens[m.source] == 1) {
-        // An integer mode: one leaf.
-        const int k = leaves[m.source];
-        assembler.AppendInteger(extents[k], strides[k]);
-      } else {
-        assembler.AppendMode(layout, *elements, m.source);
-      }
+  for (const ModeSpec& m : specs) {
+    if (m.source >= 0) {
+      modes.Append(layout, m.source, &assembler);
+    } else {
+      assembler.AppendInteger(m.extent, 0);
     }
   }
   if (keeps_indices) {
@@ -94,84 +147,6 @@ absl::Status Assemble(const Layout& layout, const IntTuple::Elements* elements,
     return absl::OkStatus();
   }
   return assembler.Finish(/*unwrap_single_integer=*/true);
-}
-
-// Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
-// whose only inner node is its root.
-bool IsFlat(const IntTuple& tuple) {
-  return tuple.tokens().size() == tuple.leaves().size() + 1 || tuple.is_leaf();
-}
-
-// Where the top-level modes of a layout's shape lie, without an element table
-// when every mode is one leaf (mode i is then leaf i and token i + 1).
-class ModeIndex {
- public:
-  explicit ModeIndex(const IntTuple& shape) : flat_(IsFlat(shape)) {
-    if (flat_) {
-      size_ = shape.num_leaves();
-    } else {
-      elements_ = shape.TopElements();
-      size_ = elements_.size();
-    }
-  }
-  int size() const { return size_; }
-  int leaf(int i) const { return flat_ ? i : elements_.leaf[i]; }
-  int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
-  // Mode i of `source` (whose shape this indexes) appended to `assembler`.
-  void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
-    if (flat_) {
-      assembler->AppendInteger(source.shape().leaves()[i],
-                               source.stride().leaves()[i]);
-    } else {
-      assembler->AppendMode(source, elements_, i);
-    }
-  }
-  // The extent of mode i: the product of its leaves, bounded by the product
-  // of the positive extents (NOTE [ Layout bounds ]).
-  int64_t Extent(const IntTuple& shape, int i) const {
-    const auto leaves = shape.leaves();
-    if (flat_) return leaves[i];
-    int64_t e = 1;
-    for (int k = elements_.leaf[i]; k < elements_.leaf[i + 1]; ++k)
-      e *= leaves[k];
-    return e;
-  }
-
- private:
-  bool flat_;
-  int size_;
-  IntTuple::Elements elements_;
-};
-
-// TopElements() of a shape that is not flat, and the extent of each of its
-// modes, in one walk of its tokens.
-void ReadNestedModes(const IntTuple& shape, IntTuple::Elements* elements,
-                     Extents* extents) {
-  const auto tokens = shape.tokens();
-  const auto leaves = shape.leaves();
-  const int rank = tokens[0];
-  elements->token.resize_for_overwrite(rank + 1);
-  elements->leaf.resize_for_overwrite(rank + 1);
-  extents->resize_for_overwrite(rank);
-  int token = 1;
-  int leaf = 0;
-  elements->token[0] = token;
-  elements->leaf[0] = leaf;
-  for (int i = 0; i < rank; ++i) {
-    const int begin = leaf;
-    if (tokens[token] == IntTuple::kLeafToken) {
-      ++token;
-      ++leaf;
-    } else {
-      token = shape.SubtreeEnd(token, &leaf);
-    }
-    // Bounded by the product of the positive extents (NOTE [ Layout bounds ]).
-    int64_t e = 1;
-    for (int k = begin; k < leaf; ++k) e *= leaves[k];
-    (*extents)[i] = e;
-    elements->token[i + 1] = token;
-    elements->leaf[i + 1] = leaf;
-  }
 }
 
 // Applies an offset-free view, given as mode specs over the input's top-level
@@ -183,18 +158,9 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
                                 MakeSpecs make_specs) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
-  // S_0 has L_0's shape: both are flat or neither is.
-  const bool flat = IsFlat(l0.shape());
-  IntTuple::Elements elements;
-  Extents nested_extents;
-  absl::Span<const int64_t> extents = l0.shape().leaves();
-  if (!flat) {
-    ReadNestedModes(l0.shape(), &elements, &nested_extents);
-    extents = absl::MakeConstSpan(nested_extents.data(), nested_extents.size());
-  }
-  const IntTuple::Elements* modes = flat ? nullptr : &elements;
+  const ModeIndex modes(l0.shape());
   ModeSpecs specs;
-  STRATA_RETURN_IF_ERROR(make_specs(extents, &specs));
+  STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
   Representation::ViewDraft draft(rep);
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
   STRATA_RETURN_IF_ERROR(
@@ -207,11 +173,9 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
     for (const ModeSpec& m : specs) {
       if (m.source < 0) {
         strides.push_back(0);
-      } else if (flat) {
-        strides.push_back(s0_strides[m.source]);
       } else {
-        strides.append(s0_strides.data() + elements.leaf[m.source],
-                       s0_strides.data() + elements.leaf[m.source + 1]);
+        strides.append(s0_strides.data() + modes.leaf(m.source),
+                       s0_strides.data() + modes.leaf(m.source + 1));
       }
     }
     if (absl::Status s = LayoutAssembler::WithShapeOf(
@@ -517,9 +481,7 @@ bool ReshapeByMerging(const Representation& rep,
   const Layout& l0 = rep.subtensor(0).placement;
   const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
   const ModeIndex elements(l0.shape());
-  Extents in;
-  for (int i = 0; i < elements.size(); ++i)
-    in.push_back(elements.Extent(l0.shape(), i));
+  const absl::Span<const int64_t> in = elements.extents();
   const auto extents = l0.shape().leaves();
   const auto l_strides = l0.stride().leaves();
   const auto s_strides =
@@ -737,7 +699,7 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
   const Layout& l0 = rep.subtensor(0).placement;
   const ModeIndex elements(l0.shape());
   STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, elements.size()));
-  const int64_t extent = elements.Extent(l0.shape(), dim);
+  const int64_t extent = elements.extents()[dim];
   if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
   if (start < 0 || start > stop || stop > extent) {
     return ValueErrorCat("Slice: [", start, ", ", stop,
