@@ -189,8 +189,10 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
                                           const Layout* same_indices,
                                           Layout* out) {
   Layout& l = *out;
-  l.shape_ = shaped.shape_;
-  l.stride_.tokens_ = shaped.stride_.tokens_;
+  if (out != &shaped) {
+    l.shape_ = shaped.shape_;
+    l.stride_.tokens_ = shaped.stride_.tokens_;
+  }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
   if (same_indices != nullptr) {
     l.size_ = same_indices->size_;
@@ -198,6 +200,20 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
     l.min_index_ = same_indices->min_index_;
     return absl::OkStatus();
   }
+  return SetBounds(&l);
+}
+
+absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
+                                         absl::Span<const int64_t> extents,
+                                         absl::Span<const int64_t> strides,
+                                         Layout* out) {
+  Layout& l = *out;
+  if (out != &shaped) {
+    l.shape_.tokens_ = shaped.shape_.tokens_;
+    l.stride_.tokens_ = shaped.stride_.tokens_;
+  }
+  l.shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
+  l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
   return SetBounds(&l);
 }
 

@@ -179,11 +179,21 @@ class LayoutAssembler {
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
   // without assembling its shape again. With `same_indices`, its bounds are
   // copied (as FinishKeepingBounds does); otherwise they are computed, with
-  // Layout::Create's errors (on error `*out` is 1:0). `out` must not be
-  // `shaped` or `same_indices`.
+  // Layout::Create's errors (on error `*out` is 1:0). `out` may be `shaped`
+  // (its strides are replaced) but not `same_indices`; `strides` must not lie
+  // in `*out`.
   static absl::Status WithShapeOf(const Layout& shaped,
                                   absl::Span<const int64_t> strides,
                                   const Layout* same_indices, Layout* out);
+  // Writes into `*out` the layout with the tuple structure of `shaped` and new
+  // leaves: `extents` for its shape and `strides` for its stride, one per
+  // leaf (a level narrowed to a box of its leaf grid keeps its structure).
+  // Bounds are computed with Layout::Create's errors (on error `*out` is 1:0).
+  // `out` may be `shaped`; the spans must not lie in `*out`.
+  static absl::Status WithLeaves(const Layout& shaped,
+                                 absl::Span<const int64_t> extents,
+                                 absl::Span<const int64_t> strides,
+                                 Layout* out);
 
  private:
   // The layout is assembled in these buffers (registers and stack, where

@@ -1,6 +1,7 @@
 #include "views/narrow_level.h"
 
 #include <cstdint>
+#include <memory>
 #include <numeric>
 #include <string>
 
@@ -16,19 +17,38 @@ namespace views_internal {
 namespace {
 
 // x / d and x % d for x >= 0 and d > 0, by shift and mask where d is a power
-// of two (leaf extents and box strides mostly are: a 64-bit division costs
-// tens of cycles).
+// of two (leaf extents and box strides mostly are) and without dividing where
+// x < d (most digits are 0): a 64-bit division costs tens of cycles.
 inline int64_t Quotient(int64_t x, int64_t d) {
-  return (d & (d - 1)) == 0 ? x >> __builtin_ctzll(d) : x / d;
+  if ((d & (d - 1)) == 0) return x >> __builtin_ctzll(d);
+  return x < d ? 0 : x / d;
 }
 inline int64_t Remainder(int64_t x, int64_t d) {
-  return (d & (d - 1)) == 0 ? x & (d - 1) : x % d;
+  if ((d & (d - 1)) == 0) return x & (d - 1);
+  return x < d ? x : x % d;
+}
+
+// gcd(a, b) for a, b >= 0 by Stein's binary algorithm: std::gcd divides, and
+// a 64-bit division costs tens of cycles.
+inline int64_t Gcd(int64_t a, int64_t b) {
+  if (a == 0) return b;
+  if (b == 0) return a;
+  const int shift = __builtin_ctzll(a | b);
+  a >>= __builtin_ctzll(a);
+  do {
+    b >>= __builtin_ctzll(b);
+    if (a > b) std::swap(a, b);
+    b -= a;
+  } while (b != 0);
+  return a << shift;
 }
 
 }  // namespace
 
-absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
-                                          const Layout& reached) {
+absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
+                             const Layout& reached, bool write_whole,
+                             LevelBox* box_out, Layout* new_placement,
+                             Layout* new_adjacent) {
   const auto extents = placement.shape().leaves();
   const auto strides = placement.stride().leaves();
   const int leaves = static_cast<int>(extents.size());
@@ -51,6 +71,7 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   const auto r_extents = reached.shape().leaves();
   const auto r_strides = reached.stride().leaves();
   absl::InlinedVector<Move, 8> moves;
+  moves.reserve(r_extents.size());
   int64_t last_index = base;
   for (size_t k = 0; k < r_extents.size(); ++k) {
     if (r_extents[k] <= 1 || r_strides[k] == 0) continue;
@@ -71,7 +92,10 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
         absl::StrCat("it reaches past the level's last index ", size - 1));
   }
   // Colexicographic weights of the leaves; bounded by size.
-  absl::InlinedVector<int64_t, 9> weight(leaves + 1);
+  // (The loops below read vectors through their data(): an InlinedVector's
+  // operator[] tests where its values live on every access.)
+  absl::InlinedVector<int64_t, 9> weight_values(leaves + 1);
+  int64_t* const weight = weight_values.data();
   weight[0] = 1;
   for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
 
@@ -79,9 +103,18 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   // value, where reading each digit afresh divides three times): row 0 holds
   // base's digits, row 1 + j those of moves[j].stride.
   const int values = static_cast<int>(moves.size()) + 1;
-  absl::InlinedVector<int64_t, 48> digits(values * leaves);
+  // Every entry is written below: no zeroing.
+  constexpr int kInlineDigits = 64;
+  int64_t inline_digits[kInlineDigits];
+  std::unique_ptr<int64_t[]> heap_digits;
+  int64_t* digits = inline_digits;
+  if (values * leaves > kInlineDigits) {
+    heap_digits.reset(new int64_t[values * leaves]);
+    digits = heap_digits.get();
+  }
+  const Move* const move = moves.data();
   for (int v = 0; v < values; ++v) {
-    int64_t rest = v == 0 ? base : moves[v - 1].stride;
+    int64_t rest = v == 0 ? base : move[v - 1].stride;
     for (int a = 0; a < leaves; ++a) {
       // Extents of 0 leave the level empty, excluded by base < size.
       digits[v * leaves + a] = Remainder(rest, extents[a]);
@@ -89,121 +122,155 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
     }
   }
 
-  // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
-  absl::InlinedVector<int, 9> first(leaves + 1);
-  std::iota(first.begin(), first.end(), 0);
-  auto runs = [&] { return static_cast<int>(first.size()) - 1; };
-  // The digit of value v (row v above) in run r: its leaves' digits in the
-  // run's mixed radix, which is value / weight[first[r]] % run extent. Below
-  // the run's extent, itself at most size: no overflow.
-  auto digit = [&](int v, int r) {
-    int64_t sum = 0, radix = 1;
-    for (int a = first[r]; a < first[r + 1]; ++a) {
-      sum += digits[v * leaves + a] * radix;
-      radix *= extents[a];
-    }
-    return sum;
-  };
-  // The largest digit reached in run r if nothing carries into it; -1 where
-  // it overflows the run.
-  auto largest = [&](int r) {
-    const int64_t run_extent = first[r + 1] == first[r] + 1
-                                   ? extents[first[r]]
-                                   : weight[first[r + 1]] / weight[first[r]];
-    int64_t sum = digit(0, r);
-    for (int j = 0; j < values - 1; ++j) {
-      int64_t term;
-      if (!CheckedMul(moves[j].last, digit(j + 1, r), &term) ||
-          !CheckedAdd(sum, term, &sum) || sum >= run_extent) {
-        return int64_t{-1};
-      }
-    }
-    return sum;
-  };
-  for (int r = 0; r < runs();) {
-    if (largest(r) >= 0) {
-      ++r;
-    } else if (r + 1 == runs()) {  // Excluded by last_index < size.
-      return refuse("its indices overflow the level");
-    } else {
-      first.erase(first.begin() + r + 1);  // Merge run r with run r + 1.
-    }
-  }
-
-  NarrowedLevel out;
-  out.start.resize(leaves);
+  LevelBox& out = *box_out;
+  out.start.assign(digits, digits + leaves);
   out.step.assign(leaves, 1);
   out.extent.assign(leaves, 1);
-  for (int a = 0; a < leaves; ++a) out.start[a] = digits[a];
-  for (int r = 0; r < runs(); ++r) {
-    const int a = first[r];
-    const int b = first[r + 1] - 1;
-    if (a == b) {
-      int64_t step = 0;
-      for (int j = 1; j < values; ++j) step = std::gcd(step, digit(j, r));
-      if (step == 0) continue;  // Nothing moves along leaf a.
-      out.step[a] = step;
-      out.extent[a] = (largest(r) - out.start[a]) / step + 1;
-      continue;
+  out.offset_shift = 0;
+  const int64_t* const start = out.start.data();
+  int64_t* const step = out.step.data();
+  int64_t* const extent = out.extent.data();
+  // Where no leaf overflows on its own (slices, and boxes of whole leaves),
+  // every run is one leaf: its largest digit and step come from one pass
+  // over the moves, with no runs to merge.
+  absl::InlinedVector<int64_t, 8> top_values(digits, digits + leaves);
+  absl::InlinedVector<int64_t, 8> common_values(leaves, 0);
+  int64_t* const top = top_values.data();
+  int64_t* const common = common_values.data();
+  bool overflows = false;
+  for (int j = 1; j < values; ++j) {
+    const int64_t* d = digits + j * leaves;
+    for (int a = 0; a < leaves; ++a) {
+      int64_t term;
+      overflows |= __builtin_mul_overflow(move[j - 1].last, d[a], &term);
+      overflows |= __builtin_add_overflow(top[a], term, &top[a]);
+      common[a] = Gcd(common[a], d[a]);
     }
-    // Leaves a..b read like one: leaf a stepped seamlessly, the inner leaves
-    // whole, leaf b stepped by 1 up to the largest digit reached.
-    int64_t step = extents[a];
-    for (int j = 1; j < values; ++j) step = std::gcd(step, digit(j, r));
-    auto wraps = [&](int leaf) {
-      // The top-level mode the leaf belongs to, for the message.
-      const IntTuple::Elements modes = placement.shape().TopElements();
-      int mode = 0;
-      while (mode + 1 < modes.size() && modes.leaf[mode + 1] <= leaf) ++mode;
-      return refuse(absl::StrCat(
-          "the coordinates it reaches wrap around leaf ", leaf, " (extent ",
-          extents[leaf], ", in mode ", mode, ") from coordinate ",
-          out.start[leaf], " into leaf ", leaf + 1,
-          ", so no box of the level's leaves that starts there holds them"));
+  }
+  for (int a = 0; a < leaves; ++a) overflows |= top[a] >= extents[a];
+  if (!overflows) {
+    for (int a = 0; a < leaves; ++a) {
+      if (common[a] == 0) continue;  // Nothing moves along leaf a.
+      step[a] = common[a];
+      extent[a] = Quotient(top[a] - start[a], common[a]) + 1;
+    }
+  } else {
+    // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
+    absl::InlinedVector<int, 9> first(leaves + 1);
+    std::iota(first.begin(), first.end(), 0);
+    auto runs = [&] { return static_cast<int>(first.size()) - 1; };
+    // The digit of value v (row v above) in run r: its leaves' digits in the
+    // run's mixed radix, which is value / weight[first[r]] % run extent. Below
+    // the run's extent, itself at most size: no overflow.
+    auto digit = [&](int v, int r) {
+      int64_t sum = 0, radix = 1;
+      for (int a = first[r]; a < first[r + 1]; ++a) {
+        sum += digits[v * leaves + a] * radix;
+        radix *= extents[a];
+      }
+      return sum;
     };
-    if (out.start[a] >= step) return wraps(a);
-    for (int j = a + 1; j < b; ++j) {
-      if (out.start[j] != 0) return wraps(j);
+    // The largest digit reached in run r if nothing carries into it; -1 where
+    // it overflows the run.
+    auto largest = [&](int r) {
+      const int64_t run_extent = first[r + 1] == first[r] + 1
+                                     ? extents[first[r]]
+                                     : weight[first[r + 1]] / weight[first[r]];
+      int64_t sum = digit(0, r);
+      for (int j = 0; j < values - 1; ++j) {
+        int64_t term;
+        if (!CheckedMul(move[j].last, digit(j + 1, r), &term) ||
+            !CheckedAdd(sum, term, &sum) || sum >= run_extent) {
+          return int64_t{-1};
+        }
+      }
+      return sum;
+    };
+    for (int r = 0; r < runs();) {
+      if (largest(r) >= 0) {
+        ++r;
+      } else if (r + 1 == runs()) {  // Excluded by last_index < size.
+        return refuse("its indices overflow the level");
+      } else {
+        first.erase(first.begin() + r + 1);  // Merge run r with run r + 1.
+      }
     }
-    out.step[a] = step;
-    out.extent[a] = extents[a] / step;
-    for (int j = a + 1; j < b; ++j) out.extent[j] = extents[j];
-    out.extent[b] = largest(r) / (weight[b] / weight[a]) - out.start[b] + 1;
+
+    for (int r = 0; r < runs(); ++r) {
+      const int a = first[r];
+      const int b = first[r + 1] - 1;
+      if (a == b) {
+        int64_t run_step = 0;
+        for (int j = 1; j < values; ++j) run_step = Gcd(run_step, digit(j, r));
+        if (run_step == 0) continue;  // Nothing moves along leaf a.
+        step[a] = run_step;
+        extent[a] = (largest(r) - start[a]) / run_step + 1;
+        continue;
+      }
+      // Leaves a..b read like one: leaf a stepped seamlessly, the inner leaves
+      // whole, leaf b stepped by 1 up to the largest digit reached.
+      int64_t run_step = extents[a];
+      for (int j = 1; j < values; ++j) run_step = Gcd(run_step, digit(j, r));
+      auto wraps = [&](int leaf) {
+        // The top-level mode the leaf belongs to, for the message.
+        const IntTuple::Elements modes = placement.shape().TopElements();
+        int mode = 0;
+        while (mode + 1 < modes.size() && modes.leaf[mode + 1] <= leaf) ++mode;
+        return refuse(absl::StrCat(
+            "the coordinates it reaches wrap around leaf ", leaf, " (extent ",
+            extents[leaf], ", in mode ", mode, ") from coordinate ",
+            start[leaf], " into leaf ", leaf + 1,
+            ", so no box of the level's leaves that starts there holds them"));
+      };
+      if (start[a] >= run_step) return wraps(a);
+      for (int j = a + 1; j < b; ++j) {
+        if (start[j] != 0) return wraps(j);
+      }
+      step[a] = run_step;
+      extent[a] = extents[a] / run_step;
+      for (int j = a + 1; j < b; ++j) extent[j] = extents[j];
+      extent[b] = largest(r) / (weight[b] / weight[a]) - start[b] + 1;
+    }
   }
   out.whole = base == 0;
   for (int a = 0; a < leaves && out.whole; ++a) {
-    out.whole =
-        out.extent[a] == extents[a] && (out.step[a] == 1 || extents[a] == 1);
+    out.whole = extent[a] == extents[a] && (step[a] == 1 || extents[a] == 1);
   }
+  if (out.whole && !write_whole) return absl::OkStatus();
 
   // The box as a layout of level indices, coalesced where its leaves read
   // like one; every reached index has unique digits in it.
   struct BoxMode {
     int64_t extent, stride, weight;
   };
-  absl::InlinedVector<BoxMode, 8> box;
+  absl::InlinedVector<BoxMode, 8> box_modes(leaves);
+  BoxMode* const box = box_modes.data();
+  int modes = 0;
   int64_t box_size = 1;
   for (int a = 0; a < leaves; ++a) {
-    if (out.extent[a] == 1) continue;
-    const int64_t stride = out.step[a] * weight[a];  // Below size.
+    if (extent[a] == 1) continue;
+    const int64_t stride = step[a] * weight[a];  // Below size.
     int64_t seam;  // Where the previous leaf of the box ends.
-    if (!box.empty() &&
-        CheckedMul(box.back().extent, box.back().stride, &seam) &&
+    if (modes > 0 &&
+        CheckedMul(box[modes - 1].extent, box[modes - 1].stride, &seam) &&
         seam == stride) {
-      box.back().extent *= out.extent[a];
+      box[modes - 1].extent *= extent[a];
     } else {
-      box.push_back({out.extent[a], stride, 0});
+      box[modes++] = {extent[a], stride, 0};
     }
   }
-  for (BoxMode& m : box) {
-    m.weight = box_size;
-    box_size *= m.extent;  // At most size.
+  for (int b = 0; b < modes; ++b) {
+    box[b].weight = box_size;
+    box_size *= box[b].extent;  // At most size.
   }
-  absl::InlinedVector<int64_t, 8> alpha(r_extents.size(), 0);
-  absl::InlinedVector<int64_t, 8> reach(box.size(), 0);
-  for (const Move& m : moves) {
+  absl::InlinedVector<int64_t, 8> alpha_values(r_extents.size(), 0);
+  absl::InlinedVector<int64_t, 8> reach_values(modes, 0);
+  int64_t* const alpha = alpha_values.data();
+  int64_t* const reach = reach_values.data();
+  for (int j = 0; j + 1 < values; ++j) {
+    const Move& m = move[j];
     int64_t rest = m.stride;
-    for (size_t b = box.size(); b-- > 0;) {
+    for (int b = modes; b-- > 0;) {
       const int64_t q = Quotient(rest, box[b].stride);
       if (q >= box[b].extent) break;
       rest -= q * box[b].stride;
@@ -221,23 +288,25 @@ absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
   absl::InlinedVector<int64_t, 8> box_strides(leaves);
   for (int a = 0; a < leaves; ++a) {
     int64_t shift;
-    if (!CheckedMul(out.start[a], strides[a], &shift) ||
+    if (!CheckedMul(start[a], strides[a], &shift) ||
         !CheckedAdd(out.offset_shift, shift, &out.offset_shift) ||
-        !CheckedMul(out.step[a], strides[a], &box_strides[a])) {
+        !CheckedMul(step[a], strides[a], &box_strides[a])) {
       return refuse("its offset overflows");
     }
   }
-  STRATA_ASSIGN_OR_RETURN(
-      out.placement,
-      Layout::Create(placement.shape().TransformLeaves(
-                         [&](size_t a, int64_t) { return out.extent[a]; }),
-                     placement.stride().TransformLeaves(
-                         [&](size_t a, int64_t) { return box_strides[a]; })));
-  STRATA_ASSIGN_OR_RETURN(
-      out.adjacent,
-      Layout::Create(reached.shape(),
-                     reached.stride().TransformLeaves(
-                         [&](size_t k, int64_t) { return alpha[k]; })));
+  STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
+      placement, out.extent, box_strides, new_placement));
+  // Last: `new_adjacent` may be `reached`.
+  return LayoutAssembler::WithShapeOf(reached, alpha_values,
+                                      /*same_indices=*/nullptr, new_adjacent);
+}
+
+absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
+                                          const Layout& reached) {
+  NarrowedLevel out;
+  STRATA_RETURN_IF_ERROR(NarrowLevelInto(placement, base, reached,
+                                         /*write_whole=*/true, &out,
+                                         &out.placement, &out.adjacent));
   return out;
 }
 

@@ -47,22 +47,37 @@ namespace views_internal {
 // crosses into the next wraps leaf 1 of extent 4 from a non-zero coordinate.
 //
 // Cost: O(leaves(placement)^2 * leaves(reached)), never O(elements).
-struct NarrowedLevel {
-  // The level's placement: `placement` narrowed to the box.
-  Layout placement;
+
+// The box in the level's original leaf coordinates: start, step and extent
+// per leaf of the level's placement.
+struct LevelBox {
+  absl::InlinedVector<int64_t, 8> start, step, extent;
   // What the box adds to the level's offset.
   int64_t offset_shift = 0;
-  // The new adjacent layout into the box: `reached` re-expressed.
-  Layout adjacent;
-  // The box in the level's original leaf coordinates (start, step and
-  // extent per leaf), for what the next adjacent layout reaches below it.
-  absl::InlinedVector<int64_t, 8> start, step, extent;
   // Whether the box is the whole level from index 0 (nothing changes).
   bool whole = false;
 };
 
-// Errors are ValueErrors that say why no box exists; the caller names the
-// level.
+// The views' path: finds the box of `placement`'s leaf grid that `reached`
+// reaches from `base`, writes it into `*box`, `placement` narrowed to it into
+// `*new_placement` and `reached` re-expressed into it into `*new_adjacent`.
+// Where the box is whole, the two layouts are written only with
+// `write_whole`. `new_adjacent` may be `&reached` (it is read first);
+// `new_placement` must not be `&placement`. Errors are ValueErrors that say
+// why no box exists (the caller names the level); the layouts are then
+// unspecified.
+absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
+                             const Layout& reached, bool write_whole,
+                             LevelBox* box, Layout* new_placement,
+                             Layout* new_adjacent);
+
+// NarrowLevelInto as one value, for tests.
+struct NarrowedLevel : LevelBox {
+  // The level's placement: `placement` narrowed to the box.
+  Layout placement;
+  // The new adjacent layout into the box: `reached` re-expressed.
+  Layout adjacent;
+};
 absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
                                           const Layout& reached);
 

@@ -311,6 +311,42 @@ TEST(NarrowLevelTest, AgreesWithTheBruteForceOnEveryDecision) {
   EXPECT_GT(refused, 500);
 }
 
+TEST(NarrowLevelTest, NarrowingInPlaceWritesWhatTheValueHolds) {
+  // The views' path writes the new adjacent layout over `reached` itself and
+  // skips whole boxes; both must give NarrowLevel's answer.
+  strata::testing::RandomLayouts gen(15);
+  int compared = 0;
+  for (int n = 0; n < 2000; ++n) {
+    const RandomCase c = MakeCase(gen);
+    SCOPED_TRACE(absl::StrCat("placement ", c.placement.ToString(), " base ",
+                              c.base, " reached ", c.reached.ToString()));
+    const auto value = NarrowLevel(c.placement, c.base, c.reached);
+    LevelBox box;
+    Layout placement, adjacent = c.reached;
+    const absl::Status status =
+        NarrowLevelInto(c.placement, c.base, adjacent, /*write_whole=*/false,
+                        &box, &placement, &adjacent);
+    ASSERT_EQ(status.ok(), value.ok()) << status;
+    if (!value.ok()) {
+      EXPECT_EQ(status, value.status());
+      continue;
+    }
+    EXPECT_EQ(box.whole, value->whole);
+    EXPECT_EQ(box.start, value->start);
+    EXPECT_EQ(box.step, value->step);
+    EXPECT_EQ(box.extent, value->extent);
+    EXPECT_EQ(box.offset_shift, value->offset_shift);
+    if (box.whole) {
+      EXPECT_EQ(adjacent, c.reached);  // Not written.
+      continue;
+    }
+    EXPECT_EQ(placement, value->placement);
+    EXPECT_EQ(adjacent, value->adjacent);
+    ++compared;
+  }
+  EXPECT_GT(compared, 300);
+}
+
 }  // namespace
 }  // namespace views_internal
 }  // namespace strata

@@ -216,38 +216,38 @@ absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
 // offset, rewrites the adjacent layout into the box, and continues below.
 absl::Status NarrowLevels(const Representation& rep, int64_t base,
                           Representation::ViewDraft* draft) {
+  views_internal::LevelBox box;
   for (int level = 1; level < rep.num_levels(); ++level) {
     Layout& reached = draft->adjacent(level - 1);
     // Nothing is reached: deeper levels stay.
     if (reached.size() == 0) return absl::OkStatus();
-    auto narrowed = views_internal::NarrowLevel(rep.subtensor(level).placement,
-                                                base, reached);
-    if (!narrowed.ok()) {
-      return ValueErrorCat("level ", level, " cannot be narrowed exactly: ",
-                           narrowed.status().message());
+    // Written in place: on error the draft is discarded.
+    if (absl::Status narrowed = views_internal::NarrowLevelInto(
+            rep.subtensor(level).placement, base, reached,
+            /*write_whole=*/false, &box, &draft->placement(level), &reached);
+        !narrowed.ok()) {
+      return ValueErrorCat("level ", level,
+                           " cannot be narrowed exactly: ", narrowed.message());
     }
     // The whole level is still reached: it stays.
-    if (narrowed->whole) return absl::OkStatus();
-    if (!CheckedAdd(draft->offset(level), narrowed->offset_shift,
+    if (box.whole) return absl::OkStatus();
+    if (!CheckedAdd(draft->offset(level), box.offset_shift,
                     &draft->offset(level))) {
       return ValueErrorCat("level ", level, " offset overflows");
     }
-    draft->placement(level) = std::move(narrowed->placement);
-    reached = std::move(narrowed->adjacent);
     if (level + 1 == rep.num_levels()) break;
     // Level level+1 is reached through S_level restricted to the box.
     const Layout& next = rep.adjacent_layouts()[level];
     const auto next_strides = next.stride().leaves();
     base = 0;
+    absl::InlinedVector<int64_t, 8> strides(next_strides.size());
     for (size_t a = 0; a < next_strides.size(); ++a) {
-      base += narrowed->start[a] * next_strides[a];  // Reached: no overflow.
+      base += box.start[a] * next_strides[a];      // Reached: no overflow.
+      strides[a] = box.step[a] * next_strides[a];  // Reached, too.
     }
-    STRATA_ASSIGN_OR_RETURN(
-        draft->adjacent(level),
-        Layout::Create(draft->placement(level).shape(),
-                       next.stride().TransformLeaves([&](size_t a, int64_t t) {
-                         return narrowed->step[a] * t;  // Reached, too.
-                       })));
+    STRATA_RETURN_IF_ERROR(LayoutAssembler::WithShapeOf(
+        draft->placement(level), strides, /*same_indices=*/nullptr,
+        &draft->adjacent(level)));
   }
   return absl::OkStatus();
 }

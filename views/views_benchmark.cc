@@ -13,6 +13,7 @@
 #include "dtype/registry.h"
 #include "layout/alloc_counter.h"
 #include "layout/layout.h"
+#include "views/narrow_level.h"
 #include "views/views.h"
 
 namespace strata {
@@ -96,6 +97,32 @@ void BM_Squeeze(benchmark::State& state) {
   const Tensor t = *Unsqueeze(Make(state), 2);
   Run(state, t, [](const Tensor& x) { return Squeeze(x, 2); });
 }
+// The narrowing of level 1 alone, as BM_SliceStep/1 and BM_AsStrided/1 do
+// it (NOTE [ Boxes of a level's leaf grid ]): arg 0 the slice's reached
+// layout, arg 1 AsStrided's.
+void BM_NarrowLevel(benchmark::State& state) {
+  const Layout placement = *ParseLayout("(2,32,16,8):(1,2,64,1024)");
+  const int64_t base = state.range(0) ? 4096 : 128;
+  const Layout reached =
+      *ParseLayout(state.range(0) ? "(4,16,32,(32,2)):(1024,64,2,(0,1))"
+                                  : "(8,4,32,(32,2)):(1024,192,2,(0,1))");
+  views_internal::LevelBox box;
+  Layout new_placement, new_adjacent;
+  for (auto _ : state) {
+    new_adjacent = reached;
+    absl::Status status = views_internal::NarrowLevelInto(
+        placement, base, new_adjacent, /*write_whole=*/false, &box,
+        &new_placement, &new_adjacent);
+    if (!status.ok()) {
+      state.SkipWithError(std::string(status.message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(new_placement);
+    benchmark::DoNotOptimize(new_adjacent);
+  }
+}
+BENCHMARK(BM_NarrowLevel)->Arg(0)->Arg(1);
+
 BENCHMARK(BM_Permute)->Arg(0)->Arg(1);
 BENCHMARK(BM_SliceStep)->Arg(0)->Arg(1);
 BENCHMARK(BM_Reshape)->Arg(0)->Arg(1);
