@@ -157,6 +157,8 @@ class Representation {
   // One allocation holding the representation, its subtensors and its
   // adjacent layouts (any number of levels; at most 4 without a second one).
   static std::shared_ptr<Representation> Allocate(int num_levels);
+  template <int N>
+  static std::shared_ptr<Representation> AllocateStorage();
 
  public:
   // For make_shared inside Allocate.
