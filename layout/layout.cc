@@ -125,6 +125,7 @@ void LayoutAssembler::Spill() {
   spilled_ = true;
   spill_shape_.emplace();
   spill_stride_.emplace();
+  tokens_[0] = num_elements_;
   spill_shape_->tokens_.assign(tokens_, tokens_ + num_tokens_);
   spill_shape_->leaves_.assign(extents_, extents_ + num_leaves_);
   spill_stride_->leaves_.assign(strides_, strides_ + num_leaves_);
@@ -153,6 +154,7 @@ void LayoutAssembler::Commit(bool unwrap_single_integer) {
     l.shape_ = *std::move(spill_shape_);
     l.stride_.leaves_ = std::move(spill_stride_->leaves_);
   } else {
+    tokens_[0] = num_elements_;
     if (unwrap_single_integer && num_tokens_ == 2 &&
         tokens_[1] == IntTuple::kLeafToken) {
       tokens_[0] = IntTuple::kLeafToken;
@@ -186,7 +188,7 @@ absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
 
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
                                           absl::Span<const int64_t> strides,
-                                          const Layout* same_indices,
+                                          const Layout* same_reach,
                                           Layout* out) {
   Layout& l = *out;
   if (out != &shaped) {
@@ -194,10 +196,11 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
     l.stride_.tokens_ = shaped.stride_.tokens_;
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  if (same_indices != nullptr) {
-    l.size_ = same_indices->size_;
-    l.max_index_ = same_indices->max_index_;
-    l.min_index_ = same_indices->min_index_;
+  if (same_reach != nullptr) {
+    const bool empty = shaped.size_ == 0;
+    l.size_ = shaped.size_;
+    l.max_index_ = empty ? 0 : same_reach->max_index_;
+    l.min_index_ = empty ? 0 : same_reach->min_index_;
     return absl::OkStatus();
   }
   return SetBounds(&l);
@@ -217,12 +220,12 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
   return SetBounds(&l);
 }
 
-void LayoutAssembler::FinishKeepingBounds(const Layout& same_indices,
-                                          bool unwrap_single_integer) {
-  // Read before Commit: `same_indices` may be `*out_` itself.
-  const int64_t size = same_indices.size_;
-  const int64_t max_index = same_indices.max_index_;
-  const int64_t min_index = same_indices.min_index_;
+void LayoutAssembler::FinishKeepingReach(const Layout& same_reach, int64_t size,
+                                         bool unwrap_single_integer) {
+  // Read before Commit: `same_reach` may be `*out_` itself.
+  const bool empty = size == 0;
+  const int64_t max_index = empty ? 0 : same_reach.max_index_;
+  const int64_t min_index = empty ? 0 : same_reach.min_index_;
   Commit(unwrap_single_integer);
   out_->size_ = size;
   out_->max_index_ = max_index;

@@ -123,7 +123,7 @@ class LayoutAssembler {
  public:
   // `out` must outlive the assembler and must not be a layout that AppendMode
   // reads; it is written by Finish or FinishKeepingBounds only.
-  explicit LayoutAssembler(Layout* out) : out_(out) { tokens_[0] = 0; }
+  explicit LayoutAssembler(Layout* out) : out_(out) {}
   LayoutAssembler(const LayoutAssembler&) = delete;
   LayoutAssembler& operator=(const LayoutAssembler&) = delete;
 
@@ -140,7 +140,7 @@ class LayoutAssembler {
         num_leaves_ + leaf_count > kLeaves) {
       return AppendModeSpilled(source, elements, i);
     }
-    ++tokens_[0];
+    ++num_elements_;
     const int32_t* tokens = source.shape_.tokens().data() + token_begin;
     for (int t = 0; t < token_count; ++t) tokens_[num_tokens_ + t] = tokens[t];
     num_tokens_ += token_count;
@@ -157,34 +157,66 @@ class LayoutAssembler {
     if (spilled_ || num_tokens_ + 1 > kTokens || num_leaves_ + 1 > kLeaves) {
       return AppendIntegerSpilled(extent, stride);
     }
-    ++tokens_[0];
+    ++num_elements_;
     tokens_[num_tokens_++] = IntTuple::kLeafToken;
     extents_[num_leaves_] = extent;
     strides_[num_leaves_++] = stride;
   }
+  // `count` new integer modes, mode j being extent_stride(j) (a pair of
+  // extent and stride): AppendInteger for each, with one capacity check.
+  template <typename ExtentStride>
+  void AppendIntegers(int count, ExtentStride extent_stride) {
+    if (spilled_ || num_tokens_ + count > kTokens ||
+        num_leaves_ + count > kLeaves) {
+      for (int j = 0; j < count; ++j) {
+        const auto [extent, stride] = extent_stride(j);
+        AppendInteger(extent, stride);
+      }
+      return;
+    }
+    for (int j = 0; j < count; ++j) {
+      const auto [extent, stride] = extent_stride(j);
+      tokens_[num_tokens_ + j] = IntTuple::kLeafToken;
+      extents_[num_leaves_ + j] = extent;
+      strides_[num_leaves_ + j] = stride;
+    }
+    num_elements_ += count;
+    num_tokens_ += count;
+    num_leaves_ += count;
+  }
   // With `unwrap_single_integer`, one integer mode becomes an integer layout.
   // Errors: those of Layout::Create; on error `*out` is 1:0.
   absl::Status Finish(bool unwrap_single_integer);
-  // Finish for a layout that reaches exactly the indices of `same_indices`,
-  // with its size: its modes rearranged, modes of extent 1 added or removed,
-  // or runs of modes whose strides chain merged into one (Permute, Squeeze,
-  // Unsqueeze, Reshape by merging). Bounds are copied, not recomputed: a
-  // valid layout's bounds hold for every layout of the same leaves up to
-  // extent-1 leaves (NOTE [ Layout bounds ]), and merged chains reach the
-  // same indices.
+  // Finish for a layout that reaches exactly the indices `same_reach` reaches
+  // and has `size` values: its modes rearranged, modes of extent 1 added or
+  // removed, new modes of stride 0, or runs of modes whose strides chain
+  // merged into one (Permute, Squeeze, Unsqueeze, BroadcastTo, Reshape by
+  // merging). Bounds are copied, not recomputed: a valid layout's bounds
+  // hold for every layout of the same leaves up to extent-1 and stride-0
+  // leaves (NOTE [ Layout bounds ]), and merged chains reach the same
+  // indices. A `size` of 0 is an empty layout, whose bounds are 0.
+  // Precondition: `size` is the product of the assembled extents, and
+  // Layout::Create accepts them (the caller checked the product).
+  void FinishKeepingReach(const Layout& same_reach, int64_t size,
+                          bool unwrap_single_integer);
+  // FinishKeepingReach with the size of `same_indices`.
   void FinishKeepingBounds(const Layout& same_indices,
-                           bool unwrap_single_integer);
+                           bool unwrap_single_integer) {
+    FinishKeepingReach(same_indices, same_indices.size(),
+                       unwrap_single_integer);
+  }
 
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
-  // without assembling its shape again. With `same_indices`, its bounds are
-  // copied (as FinishKeepingBounds does); otherwise they are computed, with
-  // Layout::Create's errors (on error `*out` is 1:0). `out` may be `shaped`
-  // (its strides are replaced) but not `same_indices`; `strides` must not lie
-  // in `*out`.
+  // without assembling its shape again. With `same_reach`, a layout that
+  // reaches the indices the result reaches, the bounds are copied (as
+  // FinishKeepingReach does, with `shaped`'s size); otherwise they are
+  // computed, with Layout::Create's errors (on error `*out` is 1:0). `out`
+  // may be `shaped` (its strides are replaced) but not `same_reach`;
+  // `strides` must not lie in `*out`.
   static absl::Status WithShapeOf(const Layout& shaped,
                                   absl::Span<const int64_t> strides,
-                                  const Layout* same_indices, Layout* out);
+                                  const Layout* same_reach, Layout* out);
   // Writes into `*out` the layout with the tuple structure of `shaped` and new
   // leaves: `extents` for its shape and `strides` for its stride, one per
   // leaf (a level narrowed to a box of its leaf grid keeps its structure).
@@ -211,12 +243,18 @@ class LayoutAssembler {
   static absl::Status SetBounds(Layout* l);
 
   Layout* out_;
-  int num_tokens_ = 1;  // tokens_[0] counts the elements.
-  int num_leaves_ = 0;
+  // The counts are 16-bit (the buffers hold at most 16 tokens) so that the
+  // compiler keeps them in registers: a store into tokens_ (int32_t) or the
+  // leaf buffers (int64_t) may alias an int or a uint32_t count, which would
+  // be reloaded after every store, but not an int16_t. tokens_[0], the
+  // element count, is written by Spill and Commit.
+  int16_t num_elements_ = 0;
+  int16_t num_tokens_ = 1;
+  int16_t num_leaves_ = 0;
   bool spilled_ = false;
-  // Only tokens_[0] is initialized (zeroing them costs a rep stos): Commit
-  // copies whole buffers, bytes past the counts included, as SmallVector's
-  // fixed-size copies do.
+  // Uninitialized (zeroing them costs a rep stos): Commit copies whole
+  // buffers, bytes past the counts included, as SmallVector's fixed-size
+  // copies do.
   int32_t tokens_[kTokens];
   int64_t extents_[kLeaves];
   int64_t strides_[kLeaves];

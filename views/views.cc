@@ -47,7 +47,9 @@ absl::Status NotAnAdjacentLayout(const absl::Status& status) {
 // One mode of an offset-free view: mode `source` of the input, or (source < 0)
 // a new integer mode of `extent` with stride 0.
 struct ModeSpec {
-  int source;
+  // 64-bit: an int store may alias the uint32_t size of the SmallVector that
+  // holds the specs, which push_back would then reload after every store.
+  int64_t source;
   int64_t extent;
 };
 using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
@@ -103,6 +105,8 @@ class ModeIndex {
   ModeIndex& operator=(const ModeIndex&) = delete;
 
   int size() const { return size_; }
+  // Whether every mode is one leaf (mode i is leaf i).
+  bool flat() const { return flat_; }
   int leaf(int i) const { return flat_ ? i : elements_.leaf[i]; }
   int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
   // The extent of each mode.
@@ -129,32 +133,76 @@ class ModeIndex {
 
 // Writes into `*out` the layout whose modes `specs` name, assembled from
 // `layout`'s own token ranges (no intermediate Layouts); one integer mode
-// stays an integer layout. With `keeps_indices` (the specs rearrange modes and
-// add or drop modes of extent 1 only), the bounds are `layout`'s.
+// stays an integer layout. With a `size` >= 0, the product of the specs'
+// extents, the result reaches `layout`'s indices and its bounds are copied
+// (MapModes); with -1 they are computed.
 absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
-                      absl::Span<const ModeSpec> specs, bool keeps_indices,
+                      absl::Span<const ModeSpec> specs, int64_t size,
                       Layout* out) {
   LayoutAssembler assembler(out);
-  for (const ModeSpec& m : specs) {
-    if (m.source >= 0) {
-      modes.Append(layout, m.source, &assembler);
-    } else {
-      assembler.AppendInteger(m.extent, 0);
+  if (modes.flat()) {
+    // Every mode is one leaf: one pass, the leaves read once.
+    const int64_t* extents = layout.shape().leaves().data();
+    const int64_t* strides = layout.stride().leaves().data();
+    assembler.AppendIntegers(static_cast<int>(specs.size()), [&](int j) {
+      const ModeSpec& m = specs[j];
+      return m.source >= 0 ? std::pair<int64_t, int64_t>(extents[m.source],
+                                                         strides[m.source])
+                           : std::pair<int64_t, int64_t>(m.extent, 0);
+    });
+  } else {
+    for (const ModeSpec& m : specs) {
+      if (m.source >= 0) {
+        modes.Append(layout, m.source, &assembler);
+      } else {
+        assembler.AppendInteger(m.extent, 0);
+      }
     }
   }
-  if (keeps_indices) {
-    assembler.FinishKeepingBounds(layout, /*unwrap_single_integer=*/true);
+  if (size >= 0) {
+    assembler.FinishKeepingReach(layout, size, /*unwrap_single_integer=*/true);
     return absl::OkStatus();
   }
   return assembler.Finish(/*unwrap_single_integer=*/true);
 }
 
+// The size of the layout the specs name, as Layout::Create computes it: the
+// product of the leaves of positive extent, overflow-checked even where
+// another leaf is 0 (NOTE [ Layout bounds ]), then 0 if a leaf is 0; -1 where
+// it overflows. The specs drop modes of extent 1 only, so where `layout` is
+// not empty that product is its size times the new modes' extents.
+int64_t SpecsSize(const Layout& layout, const ModeIndex& modes,
+                  absl::Span<const ModeSpec> specs) {
+  const bool source_empty = layout.size() == 0;
+  const auto extents = layout.shape().leaves();
+  int64_t size = source_empty ? 1 : layout.size();
+  bool empty = false;
+  bool overflow = false;
+  auto multiply = [&](int64_t e) {
+    empty |= e == 0;
+    overflow |= __builtin_mul_overflow(size, e == 0 ? 1 : e, &size);
+  };
+  for (const ModeSpec& m : specs) {
+    if (m.source < 0) {
+      multiply(m.extent);
+    } else if (source_empty) {
+      for (int k = modes.leaf(m.source); k < modes.leaf(m.source + 1); ++k)
+        multiply(extents[k]);
+    }
+  }
+  if (overflow) return -1;
+  return empty ? 0 : size;
+}
+
 // Applies an offset-free view, given as mode specs over the input's top-level
 // modes, to L_0 and S_0 alike (S_0 has L_0's shape, so the same specs apply).
-// `keeps_indices`: the specs only rearrange modes and add or drop modes of
-// extent 1, so every layout keeps its size and the indices it reaches.
+// Every such view keeps the indices each layout reaches: the specs rearrange
+// modes, drop modes of extent 1 and add modes of stride 0 (new modes, or
+// modes of extent 1 widened by a broadcast). So bounds are copied (NOTE
+// [ Layout bounds ] in layout/layout.cc), and only a broadcast (`broadcasts`:
+// its new modes may have extents other than 1) computes the new size.
 template <typename MakeSpecs>
-absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
+absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
                                 MakeSpecs make_specs) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
@@ -163,8 +211,10 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
   STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
   Representation::ViewDraft draft(rep);
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
-  STRATA_RETURN_IF_ERROR(
-      Assemble(l0, modes, span, keeps_indices, &draft.placement(0)));
+  // -1 where the size overflows: Assemble then reports it as Layout::Create
+  // does.
+  const int64_t size = broadcasts ? SpecsSize(l0, modes, span) : l0.size();
+  STRATA_RETURN_IF_ERROR(Assemble(l0, modes, span, size, &draft.placement(0)));
   if (rep.num_levels() > 1) {
     // S_0 has the new L_0's shape: only its strides are gathered.
     const Layout& s0 = rep.adjacent_layouts()[0];
@@ -180,8 +230,8 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool keeps_indices,
     }
     if (absl::Status s = LayoutAssembler::WithShapeOf(
             draft.placement(0),
-            absl::MakeConstSpan(strides.data(), strides.size()),
-            keeps_indices ? &s0 : nullptr, &draft.adjacent(0));
+            absl::MakeConstSpan(strides.data(), strides.size()), &s0,
+            &draft.adjacent(0));
         !s.ok()) {
       return NotAnAdjacentLayout(s);
     }
@@ -257,7 +307,7 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
   return MapModes(
-      tensor, /*keeps_indices=*/true,
+      tensor, /*broadcasts=*/false,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(perm.size()) == rank;
@@ -296,7 +346,7 @@ absl::StatusOr<Tensor> Permute(const Tensor& tensor,
 static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
   return MapModes(
-      tensor, /*keeps_indices=*/true,
+      tensor, /*broadcasts=*/false,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         if (dim.has_value()) {
           STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
@@ -324,7 +374,7 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
   return MapModes(
-      tensor, /*keeps_indices=*/true,
+      tensor, /*broadcasts=*/false,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         if (dim < 0 || dim > rank) {
@@ -367,7 +417,7 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastTo", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
-      tensor, /*keeps_indices=*/false,
+      tensor, /*broadcasts=*/true,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         if (static_cast<int64_t>(target.size()) < rank) {
@@ -406,7 +456,7 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastInDim", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
-      tensor, /*keeps_indices=*/false,
+      tensor, /*broadcasts=*/true,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(dims.size()) == rank;

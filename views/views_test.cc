@@ -1004,6 +1004,77 @@ TEST(ViewsIssue16, ViewsOfAnEmptyTensorWithHugeModesStayChecked) {
   EXPECT_EQ(s->shape(), (std::vector<int64_t>{0, 1}));
 }
 
+// The views that copy bounds instead of computing them (Permute, Squeeze,
+// Unsqueeze, BroadcastTo, BroadcastInDim, Reshape by merging) must give the
+// bounds Layout::Create computes, on any layout: negative and zero strides,
+// extent-1 and empty modes.
+void ExpectCreatesBounds(const Layout& l) {
+  auto created = Layout::Create(l.shape(), l.stride());
+  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
+  EXPECT_EQ(l.size(), created->size()) << l.ToString();
+  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
+  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
+}
+
+TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
+  testing::RandomLayouts gen(31);
+  int checked = 0;
+  for (int n = 0; n < 3000; ++n) {
+    Layout l = gen.WithDegenerateModes(gen.Any(5, 4, 6), 3, 5);
+    if (gen.Uniform(0, 7) == 0) {  // An empty mode.
+      l = *Layout::Create(
+          l.shape().TransformLeaves(
+              [&, zero = gen.Uniform(0, l.shape().num_leaves() - 1)](
+                  size_t k, int64_t e) {
+                return static_cast<int64_t>(k) == zero ? int64_t{0} : e;
+              }),
+          l.stride());
+    }
+    SCOPED_TRACE(l.ToString());
+    const int64_t offset = l.min_index() < 0 ? -l.min_index() : 0;
+    const Tensor t = *Tensor::Create(
+        *HostCarrier::Create(*dtypes::Int32(), offset + l.cosize()), offset, l);
+    const std::vector<int64_t> shape = t.shape();
+    const int64_t rank = shape.size();
+    std::vector<absl::StatusOr<Tensor>> views;
+    std::vector<int64_t> perm(rank);
+    for (int64_t i = 0; i < rank; ++i) perm[i] = i;
+    std::shuffle(perm.begin(), perm.end(), gen.engine());
+    views.push_back(Permute(t, perm));
+    const int64_t pos = gen.Uniform(0, rank);
+    views.push_back(Unsqueeze(t, pos));
+    for (int64_t d = 0; d < rank; ++d) {
+      if (shape[d] == 1) views.push_back(Squeeze(t, d));
+    }
+    std::vector<int64_t> wide = {gen.Uniform(0, 3)};
+    for (int64_t e : shape) wide.push_back(e == 1 ? gen.Uniform(0, 3) : e);
+    views.push_back(BroadcastTo(t, wide));
+    std::vector<int64_t> dims(rank);
+    for (int64_t i = 0; i < rank; ++i) dims[i] = i + 1;
+    views.push_back(BroadcastInDim(t, wide, dims));
+    views.push_back(Reshape(t, {t.size()}));
+    for (const auto& v : views) {
+      if (!v.ok()) {
+        EXPECT_TRUE(IsValueError(v.status())) << v.status();
+        continue;
+      }
+      ExpectCreatesBounds(v->layout());
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 15000);
+  // Beside an empty mode, a broadcast must still refuse a size that
+  // overflows, as Layout::Create does: the leaves of the empty mode count.
+  const Tensor empty =
+      *Tensor::Create(*HostCarrier::Create(*dtypes::Int32(), 1), 0,
+                      L("((0,1099511627776)):((1,1))"));
+  auto over = BroadcastTo(empty, {int64_t{1} << 40, 0});
+  EXPECT_TRUE(IsValueError(over.status())) << over.status();
+  auto fits = BroadcastTo(empty, {int64_t{1} << 20, 0});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  ExpectCreatesBounds(fits->layout());
+}
+
 // A two-level Tensor whose values are placed by `l0`, with one scale.
 Tensor OneScale(const std::string& l0) {
   const Layout values_layout = L(l0);
