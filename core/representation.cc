@@ -101,17 +101,19 @@ inline bool AdjacentFits(const Layout& adjacent, const Layout& source,
 // The rules' context (spec: a read-only description of the universally
 // validated candidate). It reads the representation it describes: the
 // sequences a rule asks for that the representation does not hold
-// contiguously (placements, shapes) are materialized on first use only, so
-// that a rule reading placement_layout(i) costs no copy (NOTE [ Views build in
-// place ]). A context lives for one Create or Finish call, on one thread.
+// contiguously (storage dtypes, placements, shapes) are materialized on first
+// use only, so that a rule reading placement_layout(i) costs no copy (NOTE
+// [ Views build in place ]). A context lives for one Create or Finish call,
+// on one thread.
 class FrozenContext final : public RepresentationValidationContext {
  public:
-  explicit FrozenContext(const Representation& rep) : rep_(rep) {
-    for (const Subtensor& s : rep.subtensors())
-      storage_.push_back(s.storage_dtype);
-  }
+  explicit FrozenContext(const Representation& rep) : rep_(rep) {}
   const DType& logical_dtype() const override { return rep_.logical_dtype(); }
   absl::Span<const SimpleDType* const> storage_dtypes() const override {
+    if (storage_.empty()) {
+      for (const Subtensor& s : rep_.subtensors())
+        storage_.push_back(s.storage_dtype);
+    }
     return storage_;
   }
   absl::Span<const Layout> placement_layouts() const override {
@@ -138,7 +140,7 @@ class FrozenContext final : public RepresentationValidationContext {
 
  private:
   const Representation& rep_;
-  absl::InlinedVector<const SimpleDType*, 4> storage_;
+  mutable absl::InlinedVector<const SimpleDType*, 4> storage_;
   mutable absl::InlinedVector<Layout, 2> placements_;
   mutable absl::InlinedVector<IntTuple, 2> shapes_;
 };

@@ -33,22 +33,6 @@ IntTuple IntTuple::Flat(absl::Span<const int64_t> values) {
   return result;
 }
 
-int IntTuple::SubtreeEnd(int begin, int* leaf_count) const {
-  // Iterative: nesting may be deep, and this runs in hot paths.
-  int pending = 1;  // Nodes still to visit in this subtree.
-  int i = begin;
-  while (pending > 0) {
-    const int32_t token = tokens_[i++];
-    --pending;
-    if (token == kLeafToken) {
-      ++*leaf_count;
-    } else {
-      pending += token;
-    }
-  }
-  return i;
-}
-
 int IntTuple::depth() const {
   // Depth of the deepest leaf or empty tuple, tracked with a stack of pending
   // children.

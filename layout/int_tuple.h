@@ -99,7 +99,25 @@ class IntTuple {
   }
   // Index one past the end of the subtree starting at token `begin`; adds the
   // number of leaves in that subtree to *leaf_count.
-  int SubtreeEnd(int begin, int* leaf_count) const;
+  int SubtreeEnd(int begin, int* leaf_count) const {
+    // Iterative: nesting may be deep. Inline: the views and the block rule
+    // walk a layout's top-level modes with it on every call.
+    int pending = 1;  // Nodes still to visit in this subtree.
+    int i = begin;
+    int leaves = *leaf_count;
+    const int32_t* tokens = tokens_.data();
+    while (pending > 0) {
+      const int32_t token = tokens[i++];
+      --pending;
+      if (token == kLeafToken) {
+        ++leaves;
+      } else {
+        pending += token;
+      }
+    }
+    *leaf_count = leaves;
+    return i;
+  }
 
   // Where each top-level element lives: element i spans tokens [token[i],
   // token[i+1]) and leaves [leaf[i], leaf[i+1]). An integer is its own single
