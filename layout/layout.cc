@@ -105,11 +105,16 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
       empty = true;
       continue;
     }
+    // Both bounds are updated, one by 0: selecting one through a pointer kept
+    // them in memory.
+    const int64_t stride = strides[k];
     int64_t span;
-    int64_t* bound = strides[k] >= 0 ? &max_index : &min_index;
     overflow |= __builtin_mul_overflow(size, e, &size);
-    overflow |= __builtin_mul_overflow(e - 1, strides[k], &span);
-    overflow |= __builtin_add_overflow(*bound, span, bound);
+    overflow |= __builtin_mul_overflow(e - 1, stride, &span);
+    overflow |=
+        __builtin_add_overflow(max_index, stride >= 0 ? span : 0, &max_index);
+    overflow |=
+        __builtin_add_overflow(min_index, stride >= 0 ? 0 : span, &min_index);
   }
   if (overflow || max_index == INT64_MAX) {
     return ComputeBoundsWithMessages(shape, stride, size_out, max_out, min_out);
