@@ -229,8 +229,13 @@ void LayoutAssembler::FinishKeepingReach(const Layout& same_reach, int64_t size,
                                          bool unwrap_single_integer) {
   // Read before Commit: `same_reach` may be `*out_` itself.
   const bool empty = size == 0;
-  const int64_t max_index = empty ? 0 : same_reach.max_index_;
-  const int64_t min_index = empty ? 0 : same_reach.min_index_;
+  FinishWithBounds(size, empty ? 0 : same_reach.max_index_,
+                   empty ? 0 : same_reach.min_index_, unwrap_single_integer);
+}
+
+void LayoutAssembler::FinishWithBounds(int64_t size, int64_t max_index,
+                                       int64_t min_index,
+                                       bool unwrap_single_integer) {
   Commit(unwrap_single_integer);
   out_->size_ = size;
   out_->max_index_ = max_index;

@@ -199,6 +199,11 @@ class LayoutAssembler {
   // Layout::Create accepts them (the caller checked the product).
   void FinishKeepingReach(const Layout& same_reach, int64_t size,
                           bool unwrap_single_integer);
+  // Finish with bounds the caller derived: `size`, `max_index` and
+  // `min_index` must be those Layout::Create computes for the assembled
+  // leaves (a slice of one integer mode changes them by that mode's part).
+  void FinishWithBounds(int64_t size, int64_t max_index, int64_t min_index,
+                        bool unwrap_single_integer);
   // FinishKeepingReach with the size of `same_indices`.
   void FinishKeepingBounds(const Layout& same_indices,
                            bool unwrap_single_integer) {

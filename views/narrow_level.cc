@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/status_macros.h"
 #include "layout/checked_math.h"
+#include "layout/small_vector.h"
 
 namespace strata {
 namespace views_internal {
@@ -70,8 +71,7 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   };
   const auto r_extents = reached.shape().leaves();
   const auto r_strides = reached.stride().leaves();
-  absl::InlinedVector<Move, 8> moves;
-  moves.reserve(r_extents.size());
+  layout_internal::SmallVector<Move, 8> moves;
   int64_t last_index = base;
   for (size_t k = 0; k < r_extents.size(); ++k) {
     if (r_extents[k] <= 1 || r_strides[k] == 0) continue;
@@ -92,9 +92,10 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
         absl::StrCat("it reaches past the level's last index ", size - 1));
   }
   // Colexicographic weights of the leaves; bounded by size.
-  // (The loops below read vectors through their data(): an InlinedVector's
-  // operator[] tests where its values live on every access.)
-  absl::InlinedVector<int64_t, 9> weight_values(leaves + 1);
+  // (The loops below read vectors through their data(): operator[] tests
+  // where the values live on every access.)
+  layout_internal::SmallVector<int64_t, 9> weight_values;
+  weight_values.resize_for_overwrite(leaves + 1);
   int64_t* const weight = weight_values.data();
   weight[0] = 1;
   for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
@@ -133,8 +134,9 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   // Where no leaf overflows on its own (slices, and boxes of whole leaves),
   // every run is one leaf: its largest digit and step come from one pass
   // over the moves, with no runs to merge.
-  absl::InlinedVector<int64_t, 8> top_values(digits, digits + leaves);
-  absl::InlinedVector<int64_t, 8> common_values(leaves, 0);
+  layout_internal::SmallVector<int64_t, 8> top_values, common_values;
+  top_values.assign(digits, digits + leaves);
+  common_values.assign(leaves, 0);
   int64_t* const top = top_values.data();
   int64_t* const common = common_values.data();
   bool overflows = false;
@@ -243,7 +245,8 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   struct BoxMode {
     int64_t extent, stride, weight;
   };
-  absl::InlinedVector<BoxMode, 8> box_modes(leaves);
+  layout_internal::SmallVector<BoxMode, 8> box_modes;
+  box_modes.resize_for_overwrite(leaves);
   BoxMode* const box = box_modes.data();
   int modes = 0;
   int64_t box_size = 1;
@@ -263,8 +266,9 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     box[b].weight = box_size;
     box_size *= box[b].extent;  // At most size.
   }
-  absl::InlinedVector<int64_t, 8> alpha_values(r_extents.size(), 0);
-  absl::InlinedVector<int64_t, 8> reach_values(modes, 0);
+  layout_internal::SmallVector<int64_t, 8> alpha_values, reach_values;
+  alpha_values.assign(r_extents.size(), 0);
+  reach_values.assign(modes, 0);
   int64_t* const alpha = alpha_values.data();
   int64_t* const reach = reach_values.data();
   for (int j = 0; j + 1 < values; ++j) {
@@ -285,7 +289,8 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   }
 
   // The box as the level's placement, in the placement's own shape.
-  absl::InlinedVector<int64_t, 8> box_strides(leaves);
+  layout_internal::SmallVector<int64_t, 8> box_strides;
+  box_strides.resize_for_overwrite(leaves);
   for (int a = 0; a < leaves; ++a) {
     int64_t shift;
     if (!CheckedMul(start[a], strides[a], &shift) ||
@@ -295,10 +300,13 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     }
   }
   STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
-      placement, out.extent, box_strides, new_placement));
+      placement, absl::MakeConstSpan(out.extent.data(), out.extent.size()),
+      absl::MakeConstSpan(box_strides.data(), box_strides.size()),
+      new_placement));
   // Last: `new_adjacent` may be `reached`.
-  return LayoutAssembler::WithShapeOf(reached, alpha_values,
-                                      /*same_indices=*/nullptr, new_adjacent);
+  return LayoutAssembler::WithShapeOf(
+      reached, absl::MakeConstSpan(alpha_values.data(), alpha_values.size()),
+      /*same_indices=*/nullptr, new_adjacent);
 }
 
 absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,

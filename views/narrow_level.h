@@ -9,6 +9,7 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "layout/layout.h"
+#include "layout/small_vector.h"
 
 namespace strata {
 namespace views_internal {
@@ -51,7 +52,7 @@ namespace views_internal {
 // The box in the level's original leaf coordinates: start, step and extent
 // per leaf of the level's placement.
 struct LevelBox {
-  absl::InlinedVector<int64_t, 8> start, step, extent;
+  layout_internal::SmallVector<int64_t, 8> start, step, extent;
   // What the box adds to the level's offset.
   int64_t offset_shift = 0;
   // Whether the box is the whole level from index 0 (nothing changes).

@@ -771,6 +771,10 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
            rep.adjacent_layouts()[0].stride().leaves()[elements.leaf(dim)],
            &s_stride))) {
     Representation::ViewDraft draft(rep);
+    // The new layouts' bounds are the source's with mode dim's part changed:
+    // leaf (extent, s) becomes (count, step * s), and (count - 1) * step <=
+    // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
+    // layout/layout.cc). An empty source has its bounds computed.
     auto write = [&](const Layout& source, int64_t stride, Layout* out) {
       LayoutAssembler assembler(out);
       for (int i = 0; i < elements.size(); ++i) {
@@ -780,7 +784,19 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
           elements.Append(source, i, &assembler);
         }
       }
-      return assembler.Finish(/*unwrap_single_integer=*/true);
+      if (source.size() == 0) {
+        return assembler.Finish(/*unwrap_single_integer=*/true);
+      }
+      const int64_t old_stride = source.stride().leaves()[elements.leaf(dim)];
+      const int64_t old_part = (extent - 1) * old_stride;
+      const int64_t new_part = (count - 1) * stride;
+      const bool up = old_stride >= 0;
+      assembler.FinishWithBounds(
+          source.size() / extent * count,
+          source.max_index() + (up ? new_part - old_part : 0),
+          source.min_index() + (up ? 0 : new_part - old_part),
+          /*unwrap_single_integer=*/true);
+      return absl::OkStatus();
     };
     STRATA_RETURN_IF_ERROR(write(l0, l_stride, &draft.placement(0)));
     // start < extent: start * stride is a reachable index, no overflow.

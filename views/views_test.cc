@@ -1004,10 +1004,10 @@ TEST(ViewsIssue16, ViewsOfAnEmptyTensorWithHugeModesStayChecked) {
   EXPECT_EQ(s->shape(), (std::vector<int64_t>{0, 1}));
 }
 
-// The views that copy bounds instead of computing them (Permute, Squeeze,
-// Unsqueeze, BroadcastTo, BroadcastInDim, Reshape by merging) must give the
-// bounds Layout::Create computes, on any layout: negative and zero strides,
-// extent-1 and empty modes.
+// The views that copy or derive bounds instead of computing them (Permute,
+// Squeeze, Unsqueeze, BroadcastTo, BroadcastInDim, Reshape by merging, Slice
+// with a step) must give the bounds Layout::Create computes, on any layout:
+// negative and zero strides, extent-1 and empty modes.
 void ExpectCreatesBounds(const Layout& l) {
   auto created = Layout::Create(l.shape(), l.stride());
   ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
@@ -1053,6 +1053,12 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
     for (int64_t i = 0; i < rank; ++i) dims[i] = i + 1;
     views.push_back(BroadcastInDim(t, wide, dims));
     views.push_back(Reshape(t, {t.size()}));
+    if (rank > 0) {
+      const int64_t dim = gen.Uniform(0, rank - 1);
+      const int64_t first = gen.Uniform(0, shape[dim]);
+      views.push_back(Slice(t, dim, first, gen.Uniform(first, shape[dim]),
+                            gen.Uniform(1, 3)));
+    }
     for (const auto& v : views) {
       if (!v.ok()) {
         EXPECT_TRUE(IsValueError(v.status())) << v.status();
