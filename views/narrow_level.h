@@ -6,7 +6,6 @@
 
 #include <cstdint>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "layout/layout.h"
 #include "layout/small_vector.h"
