@@ -296,7 +296,7 @@ Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
 }
 
 // NOTE [ Views build in place ]
-// A view (views/views.cc) costs one allocation and O(rank) work:
+// A view (views/views.cc) costs at most one allocation and O(rank) work:
 //
 // clang-format off
 //  * one allocation at most: Allocate places the representation, its

@@ -89,7 +89,9 @@ class Representation {
 
   // The one-subtensor representation of a simple dtype (the carrier's): exactly
   // the checks Create makes for it (a simple dtype has one schema entry and no
-  // rules), with one allocation. Tensor::Create and the one-level views use it.
+  // rules), with at most one allocation (NOTE [ Recycled representation
+  // blocks ] in representation.cc). Tensor::Create and the one-level views
+  // use it.
   // Errors: TypeError for a null carrier; ValueError when the carrier's dtype
   // is not simple or the placement does not fit (as Create).
   static absl::StatusOr<std::shared_ptr<const Representation>> CreateOneLevel(

@@ -50,7 +50,9 @@ Tensor Make(benchmark::State& state) {
 }
 
 // Times view(t) and reports the heap allocations per view as `allocs`
-// (layout/alloc_counter.h counts every operator new of the binary).
+// (layout/alloc_counter.h counts every operator new of the binary; a
+// representation block taken from the thread's cache of released ones is not
+// one, NOTE [ Recycled representation blocks ] in core/representation.cc).
 // A view that fails is reported as the benchmark's error, never timed.
 template <typename View>
 void Run(benchmark::State& state, const Tensor& t, View view) {

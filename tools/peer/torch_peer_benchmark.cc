@@ -44,7 +44,8 @@ at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
 // Heap allocations per iteration since `before`, as the counter `allocs`
 // (layout/alloc_counter.h counts every operator new of the binary, libtorch's
-// included).
+// included; Strata's representation blocks recycled through a thread's cache
+// are not, NOTE [ Recycled representation blocks ] in core/representation.cc).
 void ReportAllocs(benchmark::State& state, int64_t before) {
   state.counters["allocs"] = benchmark::Counter(
       static_cast<double>(testing::AllocationCount() - before),
