@@ -59,21 +59,18 @@ ModeShape Inspect(const Layout& layout, int leaf_begin, int leaf_end) {
 
 }  // namespace
 
-absl::StatusOr<int> BlockScaleRule::BlockedMode(
-    const RepresentationValidationContext& context) const {
-  const auto adjacent = context.adjacent_layouts();
-  if (adjacent.empty()) {
-    return ValueErrorCat(context.logical_dtype().name(),
-                         ": block-scaled representations need a scale level");
-  }
-  const Layout& s0 = adjacent[0];
-  int blocked = -1;
+namespace {
+
+// How many top-level modes of S_0 are blocks of `block` values that L_0 does
+// not broadcast; *blocked is the last of them. The modes are walked in the
+// tokens (no element table: this runs in every view of a block-scaled
+// Tensor).
+int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
+                      int* blocked) {
   int count = 0;
   const auto s0_extents = s0.shape().leaves();
   const auto s0_strides = s0.stride().leaves();
   const auto tokens = s0.shape().tokens();
-  // The top-level modes, walked in the tokens (no element table: this runs in
-  // every view of a block-scaled Tensor).
   const int rank = s0.shape().is_leaf() ? 1 : tokens[0];
   int token = s0.shape().is_leaf() ? 0 : 1;
   int leaf_end = 0;
@@ -91,23 +88,39 @@ absl::StatusOr<int> BlockScaleRule::BlockedMode(
     while (k < leaf_end && s0_extents[k] == 1) ++k;
     if (k < leaf_end && s0_extents[k] > 0 && s0_strides[k] != 0) continue;
     const ModeShape s = Inspect(s0, leaf_begin, leaf_end);
-    if (s.first_extent != block_size_ || s.first_stride != 0 ||
-        !s.later_nonzero)
+    if (s.first_extent != block || s.first_stride != 0 || !s.later_nonzero)
       continue;
     // L_0 has S_0's shape: the same leaves make the same mode, a broadcast
     // where every leaf of extent > 1 has stride 0.
-    const auto l0_extents = context.placement_layout(0).shape().leaves();
-    const auto l0_strides = context.placement_layout(0).stride().leaves();
+    const auto l0_extents = l0.shape().leaves();
+    const auto l0_strides = l0.stride().leaves();
     bool broadcast = true;
     for (int leaf = leaf_begin; leaf < leaf_end && broadcast; ++leaf) {
       broadcast = l0_extents[leaf] == 1 || l0_strides[leaf] == 0;
     }
     if (broadcast) continue;
-    blocked = i;
+    *blocked = i;
     ++count;
   }
+  return count;
+}
+
+}  // namespace
+
+absl::StatusOr<int> BlockScaleRule::BlockedMode(
+    const RepresentationValidationContext& context) const {
+  const auto adjacent = context.adjacent_layouts();
+  if (adjacent.empty()) {
+    return ValueErrorCat(context.logical_dtype().name(),
+                         ": block-scaled representations need a scale level");
+  }
+  const Layout& s0 = adjacent[0];
+  int blocked = -1;
+  const int count =
+      CountBlockedModes(s0, context.placement_layout(0), block_size_, &blocked);
   if (count == 1) return blocked;
   // Only now, for the message: what each mode of S_0 does instead.
+  const int rank = s0.rank();
   std::vector<std::string> seen;
   for (int i = 0; i < rank; ++i) {
     const Layout mode = s0.shape().is_leaf() ? s0 : s0.mode(i);
@@ -125,6 +138,14 @@ absl::Status BlockScaleRule::Validate(
     const RepresentationValidationContext& context) const {
   // An empty Tensor has no value, hence no block to give a scale to.
   if (context.num_levels() > 0 && context.placement_layout(0).size() == 0) {
+    return absl::OkStatus();
+  }
+  // The success path builds no StatusOr; BlockedMode gives the message.
+  const auto adjacent = context.adjacent_layouts();
+  int blocked;
+  if (!adjacent.empty() &&
+      CountBlockedModes(adjacent[0], context.placement_layout(0), block_size_,
+                        &blocked) == 1) {
     return absl::OkStatus();
   }
   return BlockedMode(context).status();
