@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/block_cache.h"
 #include "core/errors.h"
+#include "core/internal/block_cache.h"
 #include "core/status_macros.h"
 #include "layout/checked_math.h"
 
@@ -363,15 +363,15 @@ struct Representation::DynamicStorage final : Representation {
 // and delete of its block (glibc: malloc and free through the thread cache)
 // were a quarter to a third of it. The blocks of Storage<1> to Storage<4>
 // have four fixed sizes, so each size is recycled through a list of the
-// releasing thread (core/block_cache.h): a block released is taken again by
-// the next representation of its size, and operator new is asked only when
-// the thread's list is empty. Each list keeps at most 16 KiB (at least 4
-// blocks) and is returned to operator delete when its thread exits, so the
+// releasing thread (core/internal/block_cache.h): a block released is taken
+// again by the next representation of its size, and operator new is asked
+// only when the thread's list is empty. Each list keeps 16 KiB of blocks (at
+// least 4) and is returned to operator delete when its thread exits, so the
 // memory held is bounded per thread; a view in a steady loop allocates
 // nothing (the benchmarks' `allocs` counts operator new calls). Under
-// AddressSanitizer cached blocks are poisoned, so a use after release is
-// still reported. DynamicStorage (more than 4 levels) holds vectors and is
-// not recycled.
+// AddressSanitizer nothing is recycled, so that its quarantine still reports
+// a use after release. DynamicStorage (more than 4 levels) holds vectors and
+// is not recycled.
 template <int N>
 std::shared_ptr<Representation> Representation::AllocateStorage() {
   return std::allocate_shared<Storage<N>>(

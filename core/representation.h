@@ -163,7 +163,7 @@ class Representation {
   static std::shared_ptr<Representation> AllocateStorage();
 
  public:
-  // For make_shared inside Allocate.
+  // For allocate_shared inside Allocate.
   explicit Representation(PrivateTag) {}
   Representation(const Representation&) = delete;
   Representation& operator=(const Representation&) = delete;

@@ -31,7 +31,13 @@ absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
   // NOTE [ Layout bounds ]
   // The bounds are checked over the leaves of positive extent even when
   // another leaf is 0, so that every mode of an empty layout (Layout::mode,
-  // TopLevelModes) is itself a valid layout.
+  // TopLevelModes) is itself a valid layout. A non-empty layout's bounds are
+  // sums over its leaves, max_index of (extent - 1) * stride over the
+  // positive strides and min_index over the negative ones, whatever the
+  // leaves' order and nesting: leaves of extent 1 or stride 0 add 0, so
+  // adding, removing or reordering them, or widening a stride-0 leaf, keeps
+  // the bounds (LayoutAssembler::FinishKeepingReach), and replacing one leaf
+  // changes them by that leaf's part (FinishWithBounds, Slice).
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;
@@ -191,24 +197,33 @@ absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
   return SetBounds(&l);
 }
 
-absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
-                                          absl::Span<const int64_t> strides,
-                                          const Layout* same_reach,
-                                          Layout* out) {
+void LayoutAssembler::CopyShapeWithStrides(const Layout& shaped,
+                                           absl::Span<const int64_t> strides,
+                                           Layout* out) {
   Layout& l = *out;
   if (out != &shaped) {
     l.shape_ = shaped.shape_;
     l.stride_.tokens_ = shaped.stride_.tokens_;
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  if (same_reach != nullptr) {
-    const bool empty = shaped.size_ == 0;
-    l.size_ = shaped.size_;
-    l.max_index_ = empty ? 0 : same_reach->max_index_;
-    l.min_index_ = empty ? 0 : same_reach->min_index_;
-    return absl::OkStatus();
-  }
-  return SetBounds(&l);
+}
+
+absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
+                                          absl::Span<const int64_t> strides,
+                                          Layout* out) {
+  CopyShapeWithStrides(shaped, strides, out);
+  return SetBounds(out);
+}
+
+void LayoutAssembler::WithShapeOfKeepingReach(const Layout& shaped,
+                                              absl::Span<const int64_t> strides,
+                                              const Layout& same_reach,
+                                              Layout* out) {
+  CopyShapeWithStrides(shaped, strides, out);
+  const bool empty = shaped.size_ == 0;
+  out->size_ = shaped.size_;
+  out->max_index_ = empty ? 0 : same_reach.max_index_;
+  out->min_index_ = empty ? 0 : same_reach.min_index_;
 }
 
 absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,

@@ -113,7 +113,10 @@ class Layout {
 // layouts and new integer modes, without intermediate IntTuples, Layouts or
 // StatusOrs (the views' path, NOTE [ Views build in place ] in
 // core/representation.cc). Finish validates the result exactly as
-// Layout::Create does, so that `*out` is a valid layout or, on error, 1:0.
+// Layout::Create does, so that `*out` is a valid layout or, on error, 1:0;
+// FinishKeepingReach and FinishWithBounds take bounds the caller derived
+// from a layout Create validated (NOTE [ Layout bounds ] in layout.cc), and
+// the property tests in views_test compare them with Create's.
 //
 //   LayoutAssembler a(&out);
 //   a.AppendMode(l, l.shape().TopElements(), 2);  // mode 2 of l
@@ -122,7 +125,7 @@ class Layout {
 class LayoutAssembler {
  public:
   // `out` must outlive the assembler and must not be a layout that AppendMode
-  // reads; it is written by Finish or FinishKeepingBounds only.
+  // reads; it is written by the Finish functions only.
   explicit LayoutAssembler(Layout* out) : out_(out) {}
   LayoutAssembler(const LayoutAssembler&) = delete;
   LayoutAssembler& operator=(const LayoutAssembler&) = delete;
@@ -204,24 +207,21 @@ class LayoutAssembler {
   // leaves (a slice of one integer mode changes them by that mode's part).
   void FinishWithBounds(int64_t size, int64_t max_index, int64_t min_index,
                         bool unwrap_single_integer);
-  // FinishKeepingReach with the size of `same_indices`.
-  void FinishKeepingBounds(const Layout& same_indices,
-                           bool unwrap_single_integer) {
-    FinishKeepingReach(same_indices, same_indices.size(),
-                       unwrap_single_integer);
-  }
 
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
-  // without assembling its shape again. With `same_reach`, a layout that
-  // reaches the indices the result reaches, the bounds are copied (as
-  // FinishKeepingReach does, with `shaped`'s size); otherwise they are
-  // computed, with Layout::Create's errors (on error `*out` is 1:0). `out`
-  // may be `shaped` (its strides are replaced) but not `same_reach`;
-  // `strides` must not lie in `*out`.
+  // without assembling its shape again. Bounds are computed, with
+  // Layout::Create's errors (on error `*out` is 1:0). `out` may be `shaped`
+  // (its strides are replaced); `strides` must not lie in `*out`.
   static absl::Status WithShapeOf(const Layout& shaped,
                                   absl::Span<const int64_t> strides,
-                                  const Layout* same_reach, Layout* out);
+                                  Layout* out);
+  // WithShapeOf for a layout that reaches the indices `same_reach` reaches:
+  // the bounds are copied (as FinishKeepingReach does, with `shaped`'s
+  // size). `out` must not be `same_reach`.
+  static void WithShapeOfKeepingReach(const Layout& shaped,
+                                      absl::Span<const int64_t> strides,
+                                      const Layout& same_reach, Layout* out);
   // Writes into `*out` the layout with the tuple structure of `shaped` and new
   // leaves: `extents` for its shape and `strides` for its stride, one per
   // leaf (a level narrowed to a box of its leaf grid keeps its structure).
@@ -239,6 +239,10 @@ class LayoutAssembler {
   static constexpr int kTokens = 16;
   static constexpr int kLeaves = 8;
   void Spill();
+  // `shaped`'s tuples with `strides` for leaves, into `*out` (bounds unset).
+  static void CopyShapeWithStrides(const Layout& shaped,
+                                   absl::Span<const int64_t> strides,
+                                   Layout* out);
   void AppendModeSpilled(const Layout& source,
                          const IntTuple::Elements& elements, int i);
   void AppendIntegerSpilled(int64_t extent, int64_t stride);

@@ -307,7 +307,7 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   // Last: `new_adjacent` may be `reached`.
   return LayoutAssembler::WithShapeOf(
       reached, absl::MakeConstSpan(alpha_values.data(), alpha_values.size()),
-      /*same_indices=*/nullptr, new_adjacent);
+      new_adjacent);
 }
 
 absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,

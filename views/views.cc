@@ -133,12 +133,12 @@ class ModeIndex {
 
 // Writes into `*out` the layout whose modes `specs` name, assembled from
 // `layout`'s own token ranges (no intermediate Layouts); one integer mode
-// stays an integer layout. With a `size` >= 0, the product of the specs'
+// stays an integer layout. With `kept_reach_size`, the product of the specs'
 // extents, the result reaches `layout`'s indices and its bounds are copied
-// (MapModes); with -1 they are computed.
+// (MapModes); without, they are computed.
 absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
-                      absl::Span<const ModeSpec> specs, int64_t size,
-                      Layout* out) {
+                      absl::Span<const ModeSpec> specs,
+                      std::optional<int64_t> kept_reach_size, Layout* out) {
   LayoutAssembler assembler(out);
   if (modes.flat()) {
     // Every mode is one leaf: one pass, the leaves read once.
@@ -159,8 +159,9 @@ absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
       }
     }
   }
-  if (size >= 0) {
-    assembler.FinishKeepingReach(layout, size, /*unwrap_single_integer=*/true);
+  if (kept_reach_size.has_value()) {
+    assembler.FinishKeepingReach(layout, *kept_reach_size,
+                                 /*unwrap_single_integer=*/true);
     return absl::OkStatus();
   }
   return assembler.Finish(/*unwrap_single_integer=*/true);
@@ -168,11 +169,11 @@ absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
 
 // The size of the layout the specs name, as Layout::Create computes it: the
 // product of the leaves of positive extent, overflow-checked even where
-// another leaf is 0 (NOTE [ Layout bounds ]), then 0 if a leaf is 0; -1 where
-// it overflows. The specs drop modes of extent 1 only, so where `layout` is
-// not empty that product is its size times the new modes' extents.
-int64_t SpecsSize(const Layout& layout, const ModeIndex& modes,
-                  absl::Span<const ModeSpec> specs) {
+// another leaf is 0 (NOTE [ Layout bounds ]), then 0 if a leaf is 0; nullopt
+// where it overflows. The specs drop modes of extent 1 only, so where `layout`
+// is not empty that product is its size times the new modes' extents.
+std::optional<int64_t> SpecsSize(const Layout& layout, const ModeIndex& modes,
+                                 absl::Span<const ModeSpec> specs) {
   const bool source_empty = layout.size() == 0;
   const auto extents = layout.shape().leaves();
   int64_t size = source_empty ? 1 : layout.size();
@@ -190,7 +191,7 @@ int64_t SpecsSize(const Layout& layout, const ModeIndex& modes,
         multiply(extents[k]);
     }
   }
-  if (overflow) return -1;
+  if (overflow) return std::nullopt;
   return empty ? 0 : size;
 }
 
@@ -211,9 +212,10 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
   Representation::ViewDraft draft(rep);
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
-  // -1 where the size overflows: Assemble then reports it as Layout::Create
-  // does.
-  const int64_t size = broadcasts ? SpecsSize(l0, modes, span) : l0.size();
+  // nullopt where the size overflows: Assemble then reports it as
+  // Layout::Create does.
+  const std::optional<int64_t> size =
+      broadcasts ? SpecsSize(l0, modes, span) : l0.size();
   STRATA_RETURN_IF_ERROR(Assemble(l0, modes, span, size, &draft.placement(0)));
   if (rep.num_levels() > 1) {
     // S_0 has the new L_0's shape: only its strides are gathered.
@@ -228,13 +230,9 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
                        s0_strides.data() + modes.leaf(m.source + 1));
       }
     }
-    if (absl::Status s = LayoutAssembler::WithShapeOf(
-            draft.placement(0),
-            absl::MakeConstSpan(strides.data(), strides.size()), &s0,
-            &draft.adjacent(0));
-        !s.ok()) {
-      return NotAnAdjacentLayout(s);
-    }
+    LayoutAssembler::WithShapeOfKeepingReach(
+        draft.placement(0), absl::MakeConstSpan(strides.data(), strides.size()),
+        s0, &draft.adjacent(0));
   }
   return Publish(draft);
 }
@@ -296,8 +294,7 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
       strides[a] = box.step[a] * next_strides[a];  // Reached, too.
     }
     STRATA_RETURN_IF_ERROR(LayoutAssembler::WithShapeOf(
-        draft->placement(level), strides, /*same_indices=*/nullptr,
-        &draft->adjacent(level)));
+        draft->placement(level), strides, &draft->adjacent(level)));
   }
   return absl::OkStatus();
 }
@@ -325,7 +322,7 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
             seen_beyond[p] = true;
           }
           if (!valid) break;
-          out->push_back({static_cast<int>(p), 0});
+          out->push_back({p, 0});
         }
         if (!valid) {
           return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
@@ -359,7 +356,7 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
         for (size_t i = 0; i < in.size(); ++i) {
           const bool drop =
               dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
-          if (!drop) out->push_back({static_cast<int>(i), 0});
+          if (!drop) out->push_back({static_cast<int64_t>(i), 0});
         }
         return absl::OkStatus();
       });
@@ -383,7 +380,7 @@ static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
         }
         for (int64_t i = 0; i < rank; ++i) {
           if (i == dim) out->push_back({-1, 1});
-          out->push_back({static_cast<int>(i), 0});
+          out->push_back({i, 0});
         }
         if (dim == rank) out->push_back({-1, 1});
         return absl::OkStatus();
@@ -431,7 +428,7 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
           if (source < 0 || (in[source] == 1 && target[p] != 1)) {
             out->push_back({-1, target[p]});
           } else if (in[source] == target[p]) {
-            out->push_back({static_cast<int>(source), 0});
+            out->push_back({static_cast<int64_t>(source), 0});
           } else {
             return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
                                  in[source], " cannot broadcast to extent ",
@@ -475,7 +472,7 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
         for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
           if (source < dims.size() && dims[source] == p) {
             if (in[source] == target[p]) {
-              out->push_back({static_cast<int>(source), 0});
+              out->push_back({static_cast<int64_t>(source), 0});
             } else if (in[source] == 1) {
               out->push_back({-1, target[p]});
             } else {
@@ -596,7 +593,8 @@ bool ReshapeByMerging(const Representation& rep,
     }
     // Whole modes, and chains merged: the same indices (NOTE [ Reshape by
     // merging modes ]).
-    assembler.FinishKeepingBounds(source, /*unwrap_single_integer=*/true);
+    assembler.FinishKeepingReach(source, source.size(),
+                                 /*unwrap_single_integer=*/true);
     return absl::OkStatus();
   };
   *status = write(l0, l_strides, &draft->placement(0));

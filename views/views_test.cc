@@ -1069,6 +1069,63 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
     }
   }
   EXPECT_GT(checked, 15000);
+  // Two levels: S_0's bounds are copied or derived as L_0's are.
+  int checked_two_level = 0;
+  for (int n = 0; n < 500; ++n) {
+    const Tensor t = RandomTensor(gen, /*two_level=*/true);
+    const std::vector<int64_t> shape = t.shape();
+    const int64_t rank = shape.size();
+    std::vector<absl::StatusOr<Tensor>> views;
+    std::vector<int64_t> perm(rank);
+    for (int64_t i = 0; i < rank; ++i) perm[i] = rank - 1 - i;
+    views.push_back(Permute(t, perm));
+    views.push_back(Unsqueeze(t, gen.Uniform(0, rank)));
+    std::vector<int64_t> wide = {gen.Uniform(0, 3)};
+    wide.insert(wide.end(), shape.begin(), shape.end());
+    views.push_back(BroadcastTo(t, wide));
+    const int64_t dim = gen.Uniform(0, rank - 1);
+    const int64_t first = gen.Uniform(0, shape[dim]);
+    views.push_back(Slice(t, dim, first, gen.Uniform(first, shape[dim]),
+                          gen.Uniform(1, 3)));
+    for (const auto& v : views) {
+      if (!v.ok()) continue;  // The block rule may refuse a slice.
+      const Representation& rep = TensorAccess::representation(*v);
+      ExpectCreatesBounds(rep.subtensor(0).placement);
+      ExpectCreatesBounds(rep.adjacent_layouts()[0]);
+      ++checked_two_level;
+    }
+  }
+  EXPECT_GT(checked_two_level, 1500);
+  // Extreme strides and extents: parts near INT64_MAX, of either sign.
+  const int64_t big = int64_t{1} << 61;
+  for (const char* text : {"(2,2305843009213693952):(2305843009213693952,1)",
+                           "(2,2305843009213693952):(-2305843009213693952,1)",
+                           "(2305843009213693952,2):(1,-2305843009213693952)",
+                           "(3,1,3074457345618258602):(-3074457345618258602,7,"
+                           "1)"}) {
+    SCOPED_TRACE(text);
+    const Layout l = L(text);
+    const int64_t offset = -l.min_index();
+    const Tensor t = *Tensor::Create(
+        RecordedCarrier::Create(*dtypes::Int32(), offset + l.cosize()), offset,
+        l);
+    std::vector<absl::StatusOr<Tensor>> views;
+    const std::vector<int64_t> shape = t.shape();
+    views.push_back(Slice(t, 0, 1, shape[0], 1));
+    views.push_back(Slice(t, 1, 0, shape[1], 3));
+    views.push_back(Slice(t, 1, 1, shape[1], big / 2));
+    views.push_back(Permute(t, {1, 0}));
+    views.push_back(Squeeze(t));
+    views.push_back(BroadcastTo(t, {3, shape[0], shape[1]}));
+    views.push_back(BroadcastTo(t, {1, shape[0], shape[1]}));
+    for (const auto& v : views) {
+      if (!v.ok()) {
+        EXPECT_TRUE(IsValueError(v.status())) << v.status();
+        continue;
+      }
+      ExpectCreatesBounds(v->layout());
+    }
+  }
   // Beside an empty mode, a broadcast must still refuse a size that
   // overflows, as Layout::Create does: the leaves of the empty mode count.
   const Tensor empty =
