@@ -76,12 +76,7 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
   int leaf_end = 0;
   for (int i = 0; i < rank; ++i) {
     const int leaf_begin = leaf_end;
-    if (tokens[token] == IntTuple::kLeafToken) {
-      ++token;
-      ++leaf_end;
-    } else {
-      token = s0.shape().SubtreeEnd(token, &leaf_end);
-    }
+    token = s0.shape().SubtreeEnd(token, &leaf_end);
     // Coalescing keeps the stride of a mode's first leaf of extent > 1: where
     // it is not 0, the mode is not a block (most modes, found in O(1)).
     int k = leaf_begin;

@@ -87,12 +87,7 @@ IntTuple::Elements IntTuple::TopElements() const {
   e.token[0] = token;
   e.leaf[0] = leaf;
   for (int i = 0; i < rank; ++i) {
-    if (tokens_[token] == kLeafToken) {  // The common case: an integer mode.
-      ++token;
-      ++leaf;
-    } else {
-      token = SubtreeEnd(token, &leaf);
-    }
+    token = SubtreeEnd(token, &leaf);
     e.token[i + 1] = token;
     e.leaf[i + 1] = leaf;
   }

@@ -101,11 +101,16 @@ class IntTuple {
   // number of leaves in that subtree to *leaf_count.
   int SubtreeEnd(int begin, int* leaf_count) const {
     // Iterative: nesting may be deep. Inline: the views and the block rule
-    // walk a layout's top-level modes with it on every call.
+    // walk a layout's top-level modes with it on every call, and most of
+    // those modes are one leaf.
+    const int32_t* tokens = tokens_.data();
+    if (tokens[begin] == kLeafToken) {
+      ++*leaf_count;
+      return begin + 1;
+    }
     int pending = 1;  // Nodes still to visit in this subtree.
     int i = begin;
     int leaves = *leaf_count;
-    const int32_t* tokens = tokens_.data();
     while (pending > 0) {
       const int32_t token = tokens[i++];
       --pending;

@@ -72,9 +72,9 @@ class ModeIndex {
       extents_ = shape.leaves();
       return;
     }
-    const auto tokens = shape.tokens();
+    // TopElements' walk, with each mode's extent taken in the same pass.
     const auto leaves = shape.leaves();
-    size_ = tokens[0];
+    size_ = shape.tokens()[0];
     elements_.token.resize_for_overwrite(size_ + 1);
     elements_.leaf.resize_for_overwrite(size_ + 1);
     nested_extents_.resize_for_overwrite(size_);
@@ -84,12 +84,7 @@ class ModeIndex {
     elements_.leaf[0] = leaf;
     for (int i = 0; i < size_; ++i) {
       const int begin = leaf;
-      if (tokens[token] == IntTuple::kLeafToken) {
-        ++token;
-        ++leaf;
-      } else {
-        token = shape.SubtreeEnd(token, &leaf);
-      }
+      token = shape.SubtreeEnd(token, &leaf);
       // Bounded by the product of the positive extents (NOTE [ Layout
       // bounds ]).
       int64_t e = 1;
