@@ -943,35 +943,40 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   for (int j = 0; j < m; ++j) base += digit[j] * t[j];
   *level1_base = base;
   draft->offset(0) = offset;
-  auto make = [&](absl::Span<const int64_t> strides) {
-    if (!refined) {
-      return Layout::Create(layout.shape(),
-                            layout.stride().TransformLeaves(
-                                [&](size_t k, int64_t) { return strides[k]; }));
-    }
+  // The new L_0, its shape refined where pieces split a leaf; S_0 takes that
+  // shape with its own strides.
+  const auto l_span = absl::MakeConstSpan(l_strides.data(), l_strides.size());
+  Layout& placement = draft->placement(0);
+  absl::Status placed;
+  if (!refined) {
+    placed = LayoutAssembler::WithShapeOf(layout, l_span, &placement);
+  } else {
     const auto count_span = absl::MakeConstSpan(counts.data(), counts.size());
     IntTuple shape = IntTupleBuilder::RefineLeaves(
         layout.shape(), count_span,
         absl::MakeConstSpan(extents.data(), extents.size()));
     IntTuple stride =
-        IntTupleBuilder::RefineLeaves(layout.stride(), count_span, strides);
+        IntTupleBuilder::RefineLeaves(layout.stride(), count_span, l_span);
     if (layout.shape().is_leaf()) {
       // A one-mode layout keeps one mode, as composition's results do.
       shape = IntTuple::Tuple({shape});
       stride = IntTuple::Tuple({stride});
     }
-    return Layout::Create(std::move(shape), std::move(stride));
-  };
-  auto placement =
-      make(absl::MakeConstSpan(l_strides.data(), l_strides.size()));
-  auto adjacent = make(absl::MakeConstSpan(s_strides.data(), s_strides.size()));
-  if (!placement.ok()) {
-    *status = placement.status();
-  } else if (!adjacent.ok()) {
-    *status = NotAnAdjacentLayout(adjacent.status());
-  } else {
-    draft->placement(0) = *std::move(placement);
-    draft->adjacent(0) = *std::move(adjacent);
+    auto created = Layout::Create(std::move(shape), std::move(stride));
+    if (created.ok()) {
+      placement = *std::move(created);
+    } else {
+      placed = created.status();
+    }
+  }
+  if (!placed.ok()) {
+    *status = placed;
+  } else if (absl::Status s = LayoutAssembler::WithShapeOf(
+                 placement,
+                 absl::MakeConstSpan(s_strides.data(), s_strides.size()),
+                 &draft->adjacent(0));
+             !s.ok()) {
+    *status = NotAnAdjacentLayout(s);
   }
   return true;
 }
