@@ -9,20 +9,16 @@
 #include <cstdint>
 #include <new>
 
+#include "absl/base/config.h"
+
 namespace strata {
 namespace core_internal {
 
 // Under AddressSanitizer nothing is recycled: reusing a released block at
 // once would bypass its quarantine, and a dangling reference into a released
 // representation would then read the next one silently.
-#if defined(__SANITIZE_ADDRESS__)
+#ifdef ABSL_HAVE_ADDRESS_SANITIZER
 inline constexpr bool kBlockCacheRecycles = false;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-inline constexpr bool kBlockCacheRecycles = false;
-#else
-inline constexpr bool kBlockCacheRecycles = true;
-#endif
 #else
 inline constexpr bool kBlockCacheRecycles = true;
 #endif
