@@ -408,22 +408,54 @@ Representation::ViewDraft::ViewDraft(const Representation& source)
   }
 }
 
-absl::Status Representation::ViewDraft::Check() const {
-  const Representation& rep = *rep_;
-  for (int i = 0; i < rep.num_levels_; ++i) {
-    const Subtensor& s = rep.subtensors_[i];
+namespace {
+
+// Check()'s steps 2 and 3 on a draft (everything but the rules).
+absl::Status CheckLevels(const Representation& rep) {
+  for (int i = 0; i < rep.num_levels(); ++i) {
+    const Subtensor& s = rep.subtensor(i);
     if (!PlacementFits(*s.carrier, s.offset, s.placement)) {
       return CheckPlacementFits(i, *s.carrier, s.offset, s.placement);
     }
   }
-  for (int i = 0; i + 1 < rep.num_levels_; ++i) {
-    const Layout& source = rep.subtensors_[i].placement;
-    const Layout& target = rep.subtensors_[i + 1].placement;
-    if (!AdjacentFits(rep.adjacent_[i], source, target)) {
-      return CheckAdjacent(i, rep.adjacent_[i], source, target);
+  for (int i = 0; i + 1 < rep.num_levels(); ++i) {
+    const Layout& source = rep.subtensor(i).placement;
+    const Layout& target = rep.subtensor(i + 1).placement;
+    if (!AdjacentFits(rep.adjacent_layouts()[i], source, target)) {
+      return CheckAdjacent(i, rep.adjacent_layouts()[i], source, target);
     }
   }
-  return RunRules(rep);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Representation::ViewDraft::Check() const {
+  STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
+  return RunRules(*rep_);
+}
+
+// NOTE [ Views that keep their reach ]
+// Permute, Squeeze, Unsqueeze, BroadcastTo, BroadcastInDim and Reshape by
+// merging modes rearrange, drop, merge or widen modes without moving an
+// offset (NOTE [ Layout bounds ] in layout/layout.cc): each new L_0 and S_0
+// reaches exactly the indices of the source's, and the deeper levels are the
+// source's. Check()'s level checks are functions of what that keeps: a
+// placement fits from its offset, the carrier's size (fixed for the
+// carrier's life) and the placement's max_index and min_index (an empty one
+// from the offset alone, which the source's bounds already held below the
+// carrier size); an adjacent layout fits from its shape, which the view
+// copied from L_i, its bounds and size(L_(i+1)). The validated source passed
+// them, so the view passes them too, and only the dtype's rules, which read
+// the new layouts, run. Builds without NDEBUG check the claim in full.
+absl::Status Representation::ViewDraft::CheckKeepingReach() const {
+#ifndef NDEBUG
+  if (absl::Status levels = CheckLevels(*rep_); !levels.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "a view that keeps its reach fails a level check: ", levels.message()));
+  }
+#endif
+  return RunRules(*rep_);
 }
 
 absl::StatusOr<std::shared_ptr<const Representation>>

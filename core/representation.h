@@ -143,6 +143,14 @@ class Representation {
     // validates as Finish does; Take() then publishes. Precondition of Take:
     // Check() returned OK.
     absl::Status Check() const;
+    // Check() for a view that keeps every level's reach (NOTE [ Views that
+    // keep their reach ] in representation.cc): the offsets are the
+    // source's, every placement and adjacent layout has the bounds of the
+    // source's (the same max_index and min_index, or is empty), and each
+    // S_i was given L_i's shape. Only the dtype's rules then run. Builds
+    // without NDEBUG (the tests' and the fuzzers') also make Check()'s level
+    // checks and return an internal error where the precondition failed.
+    absl::Status CheckKeepingReach() const;
     std::shared_ptr<const Representation> Take() && { return std::move(rep_); }
 
    private:

@@ -67,16 +67,33 @@ namespace {
 // Tensor).
 int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
                       int* blocked) {
-  int count = 0;
-  const auto s0_extents = s0.shape().leaves();
-  const auto s0_strides = s0.stride().leaves();
-  const auto tokens = s0.shape().tokens();
-  const int rank = s0.shape().is_leaf() ? 1 : tokens[0];
-  int token = s0.shape().is_leaf() ? 0 : 1;
+  // Raw pointers and locals: a store through `blocked` may alias the sizes
+  // of the layouts' small vectors, which every access would then reload.
+  const IntTuple& shape = s0.shape();
+  const int32_t* tokens = shape.tokens().data();
+  const int64_t* s0_extents = shape.leaves().data();
+  const int64_t* s0_strides = s0.stride().leaves().data();
+  const int rank = shape.is_leaf() ? 1 : tokens[0];
+  int token = shape.is_leaf() ? 0 : 1;
   int leaf_end = 0;
+  int count = 0;
+  int last_blocked = -1;
+  const int64_t* l0_strides = l0.stride().leaves().data();
   for (int i = 0; i < rank; ++i) {
     const int leaf_begin = leaf_end;
-    token = s0.shape().SubtreeEnd(token, &leaf_end);
+    if (tokens[token] == IntTuple::kLeafToken) {
+      // An integer mode (most modes): a block where it is (block):(0) and L_0
+      // does not broadcast it; Inspect and the loops below say the same.
+      ++token;
+      ++leaf_end;
+      if (block > 1 && s0_extents[leaf_begin] == block &&
+          s0_strides[leaf_begin] == 0 && l0_strides[leaf_begin] != 0) {
+        last_blocked = i;
+        ++count;
+      }
+      continue;
+    }
+    token = shape.SubtreeEnd(token, &leaf_end);
     // Coalescing keeps the stride of a mode's first leaf of extent > 1: where
     // it is not 0, the mode is not a block (most modes, found in O(1)).
     int k = leaf_begin;
@@ -87,16 +104,15 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
       continue;
     // L_0 has S_0's shape: the same leaves make the same mode, a broadcast
     // where every leaf of extent > 1 has stride 0.
-    const auto l0_extents = l0.shape().leaves();
-    const auto l0_strides = l0.stride().leaves();
     bool broadcast = true;
     for (int leaf = leaf_begin; leaf < leaf_end && broadcast; ++leaf) {
-      broadcast = l0_extents[leaf] == 1 || l0_strides[leaf] == 0;
+      broadcast = s0_extents[leaf] == 1 || l0_strides[leaf] == 0;
     }
     if (broadcast) continue;
-    *blocked = i;
+    last_blocked = i;
     ++count;
   }
+  if (count > 0) *blocked = last_blocked;
   return count;
 }
 

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
@@ -36,8 +37,9 @@ absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
   // positive strides and min_index over the negative ones, whatever the
   // leaves' order and nesting: leaves of extent 1 or stride 0 add 0, so
   // adding, removing or reordering them, or widening a stride-0 leaf, keeps
-  // the bounds (LayoutAssembler::FinishKeepingReach), and replacing one leaf
-  // changes them by that leaf's part (FinishWithBounds, Slice).
+  // the bounds (LayoutAssembler::GatherModes and FinishKeepingReach), and
+  // replacing one leaf changes them by that leaf's part (FinishWithBounds,
+  // Slice).
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;
@@ -215,17 +217,6 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
   return SetBounds(out);
 }
 
-void LayoutAssembler::WithShapeOfKeepingReach(const Layout& shaped,
-                                              absl::Span<const int64_t> strides,
-                                              const Layout& same_reach,
-                                              Layout* out) {
-  CopyShapeWithStrides(shaped, strides, out);
-  const bool empty = shaped.size_ == 0;
-  out->size_ = shaped.size_;
-  out->max_index_ = empty ? 0 : same_reach.max_index_;
-  out->min_index_ = empty ? 0 : same_reach.min_index_;
-}
-
 absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
                                          absl::Span<const int64_t> extents,
                                          absl::Span<const int64_t> strides,
@@ -238,6 +229,155 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
   l.shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
   return SetBounds(&l);
+}
+
+namespace {
+
+// GatherModes' pass over the specs: tokens, extents and strides (and the
+// twin's strides) in order, into buffers that hold them all; `elements` is
+// null where every source mode is one leaf. The twin is a template argument,
+// so that its stores cost nothing without one.
+template <bool kTwin>
+void GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
+                 const IntTuple::Elements* elements,
+                 const int32_t* source_tokens, const int64_t* source_extents,
+                 const int64_t* source_strides,
+                 const int64_t* twin_source_strides, int32_t* tokens,
+                 int64_t* extents, int64_t* strides, int64_t* twin_strides) {
+  *tokens++ = static_cast<int32_t>(specs.size());
+  if (elements == nullptr) {
+    for (const LayoutAssembler::ModeSpec& m : specs) {
+      const int64_t k = m.source;
+      *tokens++ = IntTuple::kLeafToken;
+      *extents++ = k >= 0 ? source_extents[k] : m.extent;
+      *strides++ = k >= 0 ? source_strides[k] : 0;
+      if (kTwin) *twin_strides++ = k >= 0 ? twin_source_strides[k] : 0;
+    }
+    return;
+  }
+  const int32_t* token_at = elements->token.data();
+  const int32_t* leaf_at = elements->leaf.data();
+  for (const LayoutAssembler::ModeSpec& m : specs) {
+    const int64_t i = m.source;
+    if (i < 0) {  // A new integer mode.
+      *tokens++ = IntTuple::kLeafToken;
+      *extents++ = m.extent;
+      *strides++ = 0;
+      if (kTwin) *twin_strides++ = 0;
+      continue;
+    }
+    const int32_t token_begin = token_at[i];
+    const int32_t token_end = token_at[i + 1];
+    const int32_t leaf_begin = leaf_at[i];
+    if (token_end - token_begin == 1) {  // An integer mode: no loops.
+      *tokens++ = IntTuple::kLeafToken;
+      *extents++ = source_extents[leaf_begin];
+      *strides++ = source_strides[leaf_begin];
+      if (kTwin) *twin_strides++ = twin_source_strides[leaf_begin];
+      continue;
+    }
+    for (int32_t t = token_begin; t < token_end; ++t)
+      *tokens++ = source_tokens[t];
+    for (int32_t k = leaf_begin; k < leaf_at[i + 1]; ++k) {
+      *extents++ = source_extents[k];
+      *strides++ = source_strides[k];
+      if (kTwin) *twin_strides++ = twin_source_strides[k];
+    }
+  }
+}
+
+}  // namespace
+
+absl::Status LayoutAssembler::GatherModes(
+    const Layout& source, const IntTuple::Elements* elements,
+    const Layout* twin, absl::Span<const ModeSpec> specs,
+    std::optional<int64_t> kept_reach_size, Layout* out, Layout* twin_out) {
+  int num_tokens = 1 + static_cast<int>(specs.size());
+  int num_leaves = static_cast<int>(specs.size());
+  if (elements != nullptr) {
+    for (const ModeSpec& m : specs) {
+      if (m.source < 0) continue;
+      num_tokens +=
+          elements->token[m.source + 1] - elements->token[m.source] - 1;
+      num_leaves += elements->leaf[m.source + 1] - elements->leaf[m.source] - 1;
+    }
+  }
+  // Gathered into local buffers, which no store can alias (the specs' fields
+  // and the outputs' sizes are not reloaded), and written into the outputs
+  // with fixed-size copies; beyond kTokens or kLeaves, into buffers of their
+  // size.
+  const bool fits = num_tokens <= kTokens && num_leaves <= kLeaves;
+  int32_t local_tokens[kTokens];
+  int64_t local_extents[kLeaves];
+  int64_t local_strides[kLeaves];
+  int64_t local_twin_strides[kLeaves];
+  std::vector<int32_t> big_tokens;
+  std::vector<int64_t> big_leaves;
+  int32_t* tokens = local_tokens;
+  int64_t* extents = local_extents;
+  int64_t* strides = local_strides;
+  int64_t* twin_strides = local_twin_strides;
+  if (!fits) {
+    big_tokens.resize(num_tokens);
+    big_leaves.resize(3 * static_cast<size_t>(num_leaves));
+    tokens = big_tokens.data();
+    extents = big_leaves.data();
+    strides = extents + num_leaves;
+    twin_strides = strides + num_leaves;
+  }
+  const int32_t* source_tokens = source.shape_.tokens_.data();
+  const int64_t* source_extents = source.shape_.leaves_.data();
+  const int64_t* source_strides = source.stride_.leaves_.data();
+  if (twin != nullptr) {
+    GatherSpecs<true>(specs, elements, source_tokens, source_extents,
+                      source_strides, twin->stride_.leaves_.data(), tokens,
+                      extents, strides, twin_strides);
+  } else {
+    GatherSpecs<false>(specs, elements, source_tokens, source_extents,
+                       source_strides, nullptr, tokens, extents, strides,
+                       nullptr);
+  }
+  if (num_tokens == 2 && tokens[1] == IntTuple::kLeafToken) {
+    tokens[0] = IntTuple::kLeafToken;  // One integer mode: an integer layout.
+    num_tokens = 1;
+  }
+  auto write = [&](auto& vector, const auto* buffer, int n) {
+    if (fits) {
+      vector.assign_from_buffer(buffer, n);
+    } else {
+      vector.assign(buffer, buffer + n);
+    }
+  };
+  write(out->shape_.tokens_, tokens, num_tokens);
+  write(out->shape_.leaves_, extents, num_leaves);
+  write(out->stride_.tokens_, tokens, num_tokens);
+  write(out->stride_.leaves_, strides, num_leaves);
+  if (twin != nullptr) {
+    write(twin_out->shape_.tokens_, tokens, num_tokens);
+    write(twin_out->shape_.leaves_, extents, num_leaves);
+    write(twin_out->stride_.tokens_, tokens, num_tokens);
+    write(twin_out->stride_.leaves_, twin_strides, num_leaves);
+  }
+  if (!kept_reach_size.has_value()) {
+    absl::Status status = SetBounds(out);
+    if (status.ok() && twin != nullptr) status = SetBounds(twin_out);
+    if (!status.ok()) {
+      *out = Layout();
+      if (twin != nullptr) *twin_out = Layout();
+    }
+    return status;
+  }
+  const int64_t size = *kept_reach_size;
+  const bool empty = size == 0;
+  out->size_ = size;
+  out->max_index_ = empty ? 0 : source.max_index_;
+  out->min_index_ = empty ? 0 : source.min_index_;
+  if (twin != nullptr) {
+    twin_out->size_ = size;
+    twin_out->max_index_ = empty ? 0 : twin->max_index_;
+    twin_out->min_index_ = empty ? 0 : twin->min_index_;
+  }
+  return absl::OkStatus();
 }
 
 void LayoutAssembler::FinishKeepingReach(const Layout& same_reach, int64_t size,

@@ -165,38 +165,16 @@ class LayoutAssembler {
     extents_[num_leaves_] = extent;
     strides_[num_leaves_++] = stride;
   }
-  // `count` new integer modes, mode j being extent_stride(j) (a pair of
-  // extent and stride): AppendInteger for each, with one capacity check.
-  template <typename ExtentStride>
-  void AppendIntegers(int count, ExtentStride extent_stride) {
-    if (spilled_ || num_tokens_ + count > kTokens ||
-        num_leaves_ + count > kLeaves) {
-      for (int j = 0; j < count; ++j) {
-        const auto [extent, stride] = extent_stride(j);
-        AppendInteger(extent, stride);
-      }
-      return;
-    }
-    for (int j = 0; j < count; ++j) {
-      const auto [extent, stride] = extent_stride(j);
-      tokens_[num_tokens_ + j] = IntTuple::kLeafToken;
-      extents_[num_leaves_ + j] = extent;
-      strides_[num_leaves_ + j] = stride;
-    }
-    num_elements_ += count;
-    num_tokens_ += count;
-    num_leaves_ += count;
-  }
   // With `unwrap_single_integer`, one integer mode becomes an integer layout.
   // Errors: those of Layout::Create; on error `*out` is 1:0.
   absl::Status Finish(bool unwrap_single_integer);
   // Finish for a layout that reaches exactly the indices `same_reach` reaches
   // and has `size` values: its modes rearranged, modes of extent 1 added or
   // removed, new modes of stride 0, or runs of modes whose strides chain
-  // merged into one (Permute, Squeeze, Unsqueeze, BroadcastTo, Reshape by
-  // merging). Bounds are copied, not recomputed: a valid layout's bounds
-  // hold for every layout of the same leaves up to extent-1 and stride-0
-  // leaves (NOTE [ Layout bounds ]), and merged chains reach the same
+  // merged into one (Reshape by merging; GatherModes does the same for the
+  // other offset-free views). Bounds are copied, not recomputed: a valid
+  // layout's bounds hold for every layout of the same leaves up to extent-1 and
+  // stride-0 leaves (NOTE [ Layout bounds ]), and merged chains reach the same
   // indices. A `size` of 0 is an empty layout, whose bounds are 0.
   // Precondition: `size` is the product of the assembled extents, and
   // Layout::Create accepts them (the caller checked the product).
@@ -208,6 +186,33 @@ class LayoutAssembler {
   void FinishWithBounds(int64_t size, int64_t max_index, int64_t min_index,
                         bool unwrap_single_integer);
 
+  // One top-level mode of a layout GatherModes writes: top-level mode
+  // `source` of the source layout, or (source < 0) a new integer mode
+  // (extent):(0). 64-bit fields: an int32_t field may alias the uint32_t size
+  // of the small vector that holds the specs, which push_back would then
+  // reload after every store.
+  struct ModeSpec {
+    int64_t source;
+    int64_t extent;
+  };
+  // Writes into `*out` the layout whose top-level modes `specs` name, read
+  // from `source`, whose TopElements() are `*elements` (nullptr where every
+  // mode of `source` is one leaf: mode i is leaf i); and, where `twin` is
+  // given, into `*twin_out` the layout of the same shape whose strides are
+  // read from `twin` at the same leaves (S_0 beside L_0: `twin` has
+  // `source`'s shape; new modes have stride 0 in both). One pass; one integer
+  // mode stays an integer layout. The bounds are those of FinishKeepingReach
+  // with `kept_reach_size` (each output reaches what its source reaches; the
+  // twin's size is the output's), or, without it, computed with
+  // Layout::Create's errors (on error the outputs are 1:0). The outputs must
+  // not be `source` or `twin`.
+  static absl::Status GatherModes(const Layout& source,
+                                  const IntTuple::Elements* elements,
+                                  const Layout* twin,
+                                  absl::Span<const ModeSpec> specs,
+                                  std::optional<int64_t> kept_reach_size,
+                                  Layout* out, Layout* twin_out);
+
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
   // without assembling its shape again. Bounds are computed, with
@@ -216,12 +221,6 @@ class LayoutAssembler {
   static absl::Status WithShapeOf(const Layout& shaped,
                                   absl::Span<const int64_t> strides,
                                   Layout* out);
-  // WithShapeOf for a layout that reaches the indices `same_reach` reaches:
-  // the bounds are copied (as FinishKeepingReach does, with `shaped`'s
-  // size). `out` must not be `same_reach`.
-  static void WithShapeOfKeepingReach(const Layout& shaped,
-                                      absl::Span<const int64_t> strides,
-                                      const Layout& same_reach, Layout* out);
   // Writes into `*out` the layout with the tuple structure of `shaped` and new
   // leaves: `extents` for its shape and `strides` for its stride, one per
   // leaf (a level narrowed to a box of its leaf grid keeps its structure).

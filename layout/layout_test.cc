@@ -1,10 +1,13 @@
 #include "layout/layout.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/errors.h"
 #include "gtest/gtest.h"
+#include "layout/random_layouts.h"
 #include "tests/test_util.h"
 
 namespace strata {
@@ -205,6 +208,104 @@ TEST(LayoutTest, CanonicalPrintRoundTrips) {
     EXPECT_EQ(L(text).ToString(), text);
   }
   EXPECT_EQ(L(" ( 4 , 8 ) : ( 1 , 4 ) ").ToString(), "(4,8):(1,4)");
+}
+
+// GatherModes (the offset-free views' one pass) against Layout::Create of the
+// same modes: random hierarchical layouts, their modes in random order with
+// new stride-0 modes inserted, with and without a twin, with bounds copied
+// (kept_reach_size) and computed, and past the inline buffers.
+TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
+  testing::RandomLayouts random(20261201);
+  int checked = 0;
+  for (int trial = 0; trial < 2000; ++trial) {
+    const bool wide = trial % 5 == 0;
+    const Layout source = random.Any(wide ? 14 : 6, 4, 50, /*max_depth=*/3);
+    auto twin_strides = source.stride().TransformLeaves(
+        [&](size_t, int64_t) { return random.Uniform(-40, 40); });
+    const Layout twin = *Layout::Create(source.shape(), twin_strides);
+    const int rank = source.rank();
+    std::vector<int> order(rank);
+    for (int i = 0; i < rank; ++i) order[i] = i;
+    std::shuffle(order.begin(), order.end(), random.engine());
+    std::vector<LayoutAssembler::ModeSpec> specs;
+    std::vector<IntTuple> shape, stride, twin_stride;
+    auto add_new_mode = [&] {
+      const int64_t extent = random.Uniform(0, 3);
+      specs.push_back({-1, extent});
+      shape.push_back(extent);
+      stride.push_back(0);
+      twin_stride.push_back(0);
+    };
+    for (int i : order) {
+      if (random.Uniform(0, 3) == 0) add_new_mode();
+      specs.push_back({i, 0});
+      const Layout mode = source.shape().is_leaf() ? source : source.mode(i);
+      const Layout twin_mode = twin.shape().is_leaf() ? twin : twin.mode(i);
+      shape.push_back(mode.shape());
+      stride.push_back(mode.stride());
+      twin_stride.push_back(twin_mode.stride());
+    }
+    if (random.Uniform(0, 1) == 0) add_new_mode();
+    auto create = [&](const std::vector<IntTuple>& s,
+                      const std::vector<IntTuple>& d) {
+      if (s.size() == 1 && s[0].is_leaf()) return Layout::Create(s[0], d[0]);
+      return Layout::Create(IntTuple::Tuple(s), IntTuple::Tuple(d));
+    };
+    const absl::StatusOr<Layout> expected = create(shape, stride);
+    const absl::StatusOr<Layout> expected_twin = create(shape, twin_stride);
+    ASSERT_TRUE(expected.ok() && expected_twin.ok()) << source.ToString();
+    const IntTuple::Elements elements = source.shape().TopElements();
+    const bool flat =
+        source.shape().is_leaf() ||
+        source.shape().tokens().size() == source.shape().leaves().size() + 1;
+    const IntTuple::Elements* table = flat ? nullptr : &elements;
+    for (const bool kept : {false, true}) {
+      for (const bool with_twin : {false, true}) {
+        Layout out, twin_out;
+        // New modes of extent other than 1 change the size, not the reach.
+        const absl::Status status = LayoutAssembler::GatherModes(
+            source, table, with_twin ? &twin : nullptr, specs,
+            kept ? std::optional<int64_t>(expected->size()) : std::nullopt,
+            &out, with_twin ? &twin_out : nullptr);
+        ASSERT_TRUE(status.ok()) << status << " " << source.ToString();
+        const std::string context = source.ToString() + " kept " +
+                                    std::to_string(kept) + " twin " +
+                                    std::to_string(with_twin);
+        EXPECT_EQ(out, *expected) << context;
+        EXPECT_EQ(out.size(), expected->size()) << context;
+        EXPECT_EQ(out.cosize(), expected->cosize()) << context;
+        EXPECT_EQ(out.min_index(), expected->min_index()) << context;
+        if (with_twin) {
+          EXPECT_EQ(twin_out, *expected_twin) << context;
+          EXPECT_EQ(twin_out.size(), expected_twin->size()) << context;
+          EXPECT_EQ(twin_out.cosize(), expected_twin->cosize()) << context;
+          EXPECT_EQ(twin_out.min_index(), expected_twin->min_index())
+              << context;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 8000);
+}
+
+TEST(LayoutAssemblerTest, GatherModesReportsAnOverflowingSizeAsCreateDoes) {
+  const Layout source = L("(4,2):(1,4)");
+  const Layout twin = L("(4,2):(2,1)");
+  const std::vector<LayoutAssembler::ModeSpec> specs = {
+      {0, 0}, {-1, int64_t{1} << 62}, {1, 0}};
+  Layout out = L("3:1"), twin_out = L("3:1");
+  const absl::Status status = LayoutAssembler::GatherModes(
+      source, nullptr, &twin, specs, std::nullopt, &out, &twin_out);
+  EXPECT_TRUE(IsValueError(status)) << status;
+  EXPECT_EQ(status.message(),
+            Layout::Create(IntTuple::Tuple({4, int64_t{1} << 62, 2}),
+                           IntTuple::Tuple({1, 0, 4}))
+                .status()
+                .message());
+  // On error both outputs are 1:0.
+  EXPECT_EQ(out, Layout());
+  EXPECT_EQ(twin_out, Layout());
 }
 
 }  // namespace

@@ -156,7 +156,10 @@ class SmallVector {
 
  private:
   void Reserve(size_t n) {
-    if (n <= capacity_) return;
+    if (n > capacity_) Grow(n);
+  }
+  // Out of line: the inline path of every append is one compare.
+  __attribute__((noinline)) void Grow(size_t n) {
     size_t capacity = capacity_ * 2;
     if (capacity < n) capacity = n;
     T* block = static_cast<T*>(std::malloc(capacity * sizeof(T)));

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/optimization.h"
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -39,6 +40,15 @@ absl::StatusOr<Tensor> Publish(Representation::ViewDraft& draft) {
   return MakeTensor(std::move(draft).Take());
 }
 
+// Publish for a view that keeps every level's reach (NOTE [ Views that keep
+// their reach ] in core/representation.cc): only the dtype's rules run.
+absl::StatusOr<Tensor> PublishKeepingReach(Representation::ViewDraft& draft) {
+  if (absl::Status status = draft.CheckKeepingReach(); !status.ok()) {
+    return status;
+  }
+  return MakeTensor(std::move(draft).Take());
+}
+
 // A layout the view computed for S_0 that is not one: Create's TypeError.
 absl::Status NotAnAdjacentLayout(const absl::Status& status) {
   return TypeErrorCat("adjacent level 0: not a Layout: ", status.message());
@@ -46,12 +56,7 @@ absl::Status NotAnAdjacentLayout(const absl::Status& status) {
 
 // One mode of an offset-free view: mode `source` of the input, or (source < 0)
 // a new integer mode of `extent` with stride 0.
-struct ModeSpec {
-  // 64-bit: an int store may alias the uint32_t size of the SmallVector that
-  // holds the specs, which push_back would then reload after every store.
-  int64_t source;
-  int64_t extent;
-};
+using ModeSpec = LayoutAssembler::ModeSpec;
 using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
 using Extents = layout_internal::SmallVector<int64_t, 8>;
 
@@ -73,26 +78,39 @@ class ModeIndex {
       return;
     }
     // TopElements' walk, with each mode's extent taken in the same pass.
-    const auto leaves = shape.leaves();
-    size_ = shape.tokens()[0];
-    elements_.token.resize_for_overwrite(size_ + 1);
-    elements_.leaf.resize_for_overwrite(size_ + 1);
-    nested_extents_.resize_for_overwrite(size_);
+    // Locals and raw pointers: a store to the int32_t tables may alias the
+    // int members, which each iteration would then reload.
+    const int32_t* tokens = shape.tokens().data();
+    const int64_t* leaves = shape.leaves().data();
+    const int n = tokens[0];
+    size_ = n;
+    elements_.token.resize_for_overwrite(n + 1);
+    elements_.leaf.resize_for_overwrite(n + 1);
+    nested_extents_.resize_for_overwrite(n);
+    int32_t* token_at = elements_.token.data();
+    int32_t* leaf_at = elements_.leaf.data();
+    int64_t* extent_at = nested_extents_.data();
     int token = 1;
     int leaf = 0;
-    elements_.token[0] = token;
-    elements_.leaf[0] = leaf;
-    for (int i = 0; i < size_; ++i) {
+    for (int i = 0; i < n; ++i) {
+      token_at[i] = token;
+      leaf_at[i] = leaf;
+      if (tokens[token] == IntTuple::kLeafToken) {  // An integer mode.
+        extent_at[i] = leaves[leaf];
+        ++token;
+        ++leaf;
+        continue;
+      }
       const int begin = leaf;
       token = shape.SubtreeEnd(token, &leaf);
       // Bounded by the product of the positive extents (NOTE [ Layout
       // bounds ]).
       int64_t e = 1;
       for (int k = begin; k < leaf; ++k) e *= leaves[k];
-      nested_extents_[i] = e;
-      elements_.token[i + 1] = token;
-      elements_.leaf[i + 1] = leaf;
+      extent_at[i] = e;
     }
+    token_at[n] = token;
+    leaf_at[n] = leaf;
     extents_ =
         absl::MakeConstSpan(nested_extents_.data(), nested_extents_.size());
   }
@@ -106,6 +124,11 @@ class ModeIndex {
   int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
   // The extent of each mode.
   absl::Span<const int64_t> extents() const { return extents_; }
+  // The element table of the shape, or nullptr where every mode is one leaf
+  // (LayoutAssembler::GatherModes).
+  const IntTuple::Elements* elements() const {
+    return flat_ ? nullptr : &elements_;
+  }
   // Mode i of `source` (a layout of the indexed shape, or congruent with it)
   // appended to `assembler`.
   void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
@@ -125,42 +148,6 @@ class ModeIndex {
   Extents nested_extents_;
   absl::Span<const int64_t> extents_;  // The shape's leaves, or the above.
 };
-
-// Writes into `*out` the layout whose modes `specs` name, assembled from
-// `layout`'s own token ranges (no intermediate Layouts); one integer mode
-// stays an integer layout. With `kept_reach_size`, the product of the specs'
-// extents, the result reaches `layout`'s indices and its bounds are copied
-// (MapModes); without, they are computed.
-absl::Status Assemble(const Layout& layout, const ModeIndex& modes,
-                      absl::Span<const ModeSpec> specs,
-                      std::optional<int64_t> kept_reach_size, Layout* out) {
-  LayoutAssembler assembler(out);
-  if (modes.flat()) {
-    // Every mode is one leaf: one pass, the leaves read once.
-    const int64_t* extents = layout.shape().leaves().data();
-    const int64_t* strides = layout.stride().leaves().data();
-    assembler.AppendIntegers(static_cast<int>(specs.size()), [&](int j) {
-      const ModeSpec& m = specs[j];
-      return m.source >= 0 ? std::pair<int64_t, int64_t>(extents[m.source],
-                                                         strides[m.source])
-                           : std::pair<int64_t, int64_t>(m.extent, 0);
-    });
-  } else {
-    for (const ModeSpec& m : specs) {
-      if (m.source >= 0) {
-        modes.Append(layout, m.source, &assembler);
-      } else {
-        assembler.AppendInteger(m.extent, 0);
-      }
-    }
-  }
-  if (kept_reach_size.has_value()) {
-    assembler.FinishKeepingReach(layout, *kept_reach_size,
-                                 /*unwrap_single_integer=*/true);
-    return absl::OkStatus();
-  }
-  return assembler.Finish(/*unwrap_single_integer=*/true);
-}
 
 // The size of the layout the specs name, as Layout::Create computes it: the
 // product of the leaves of positive extent, overflow-checked even where
@@ -195,8 +182,11 @@ std::optional<int64_t> SpecsSize(const Layout& layout, const ModeIndex& modes,
 // Every such view keeps the indices each layout reaches: the specs rearrange
 // modes, drop modes of extent 1 and add modes of stride 0 (new modes, or
 // modes of extent 1 widened by a broadcast). So bounds are copied (NOTE
-// [ Layout bounds ] in layout/layout.cc), and only a broadcast (`broadcasts`:
-// its new modes may have extents other than 1) computes the new size.
+// [ Layout bounds ] in layout/layout.cc), only a broadcast (`broadcasts`:
+// its new modes may have extents other than 1) computes the new size, and
+// only the dtype's rules check the result (NOTE [ Views that keep their
+// reach ] in core/representation.cc). One pass writes L_0 and S_0
+// (LayoutAssembler::GatherModes).
 template <typename MakeSpecs>
 absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
                                 MakeSpecs make_specs) {
@@ -207,41 +197,30 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
   Representation::ViewDraft draft(rep);
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
-  // nullopt where the size overflows: Assemble then reports it as
+  // nullopt where the size overflows: GatherModes then reports it as
   // Layout::Create does.
   const std::optional<int64_t> size =
       broadcasts ? SpecsSize(l0, modes, span) : l0.size();
-  STRATA_RETURN_IF_ERROR(Assemble(l0, modes, span, size, &draft.placement(0)));
-  if (rep.num_levels() > 1) {
-    // S_0 has the new L_0's shape: only its strides are gathered.
-    const Layout& s0 = rep.adjacent_layouts()[0];
-    const auto s0_strides = s0.stride().leaves();
-    layout_internal::SmallVector<int64_t, 8> strides;
-    for (const ModeSpec& m : specs) {
-      if (m.source < 0) {
-        strides.push_back(0);
-      } else {
-        strides.append(s0_strides.data() + modes.leaf(m.source),
-                       s0_strides.data() + modes.leaf(m.source + 1));
-      }
-    }
-    LayoutAssembler::WithShapeOfKeepingReach(
-        draft.placement(0), absl::MakeConstSpan(strides.data(), strides.size()),
-        s0, &draft.adjacent(0));
-  }
-  return Publish(draft);
+  // S_0 has L_0's shape: the same specs gather its strides.
+  const bool levels = rep.num_levels() > 1;
+  STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
+      l0, modes.elements(), levels ? &rep.adjacent_layouts()[0] : nullptr, span,
+      size, &draft.placement(0), levels ? &draft.adjacent(0) : nullptr));
+  return PublishKeepingReach(draft);
 }
 
 // Errors of the public views begin with the function's name (the factory's and
 // the dtype rules' errors get it as context).
 // In place, so that the public function returns its Impl's StatusOr without
 // a move.
-void Named(absl::string_view op, absl::StatusOr<Tensor>* result) {
-  if (result->ok() ||
-      absl::StartsWith(result->status().message(), absl::StrCat(op, ": "))) {
+void NameError(absl::string_view op, absl::StatusOr<Tensor>* result) {
+  if (absl::StartsWith(result->status().message(), absl::StrCat(op, ": "))) {
     return;
   }
   *result = WithContext(result->status(), op);
+}
+inline void Named(absl::string_view op, absl::StatusOr<Tensor>* result) {
+  if (ABSL_PREDICT_FALSE(!result->ok())) NameError(op, result);
 }
 
 absl::Status CheckDim(absl::string_view op, int64_t dim, int64_t rank) {
@@ -669,7 +648,7 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
     absl::Status status;
     if (ReshapeByMerging(rep, target, &draft, &status)) {
       STRATA_RETURN_IF_ERROR(status);
-      return Publish(draft);
+      return PublishKeepingReach(draft);
     }
   }
   return views_internal::ReshapeByComposition(tensor, target);
