@@ -37,9 +37,8 @@ absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
   // positive strides and min_index over the negative ones, whatever the
   // leaves' order and nesting: leaves of extent 1 or stride 0 add 0, so
   // adding, removing or reordering them, or widening a stride-0 leaf, keeps
-  // the bounds (LayoutAssembler::GatherModes and FinishKeepingReach), and
-  // replacing one leaf changes them by that leaf's part (FinishWithBounds,
-  // Slice).
+  // the bounds (LayoutAssembler::GatherModes), and replacing one leaf
+  // changes them by that leaf's part (FinishWithBounds, Slice).
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;
@@ -234,56 +233,89 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
 namespace {
 
 // GatherModes' pass over the specs: tokens, extents and strides (and the
-// twin's strides) in order, into buffers that hold them all; `elements` is
-// null where every source mode is one leaf. The twin is a template argument,
-// so that its stores cost nothing without one.
+// twin's strides) in order, into buffers of `token_capacity` and
+// `leaf_capacity` entries; false, with the counts unset, where they do not
+// fit. `elements` is null where every source mode is one leaf. A
+// hierarchical mode is copied in one walk of its tokens, a leaf's values as
+// its token passes (a loop of data-dependent length, which the compiler does
+// not widen into vector code for two or three entries). The twin is a
+// template argument, so that its stores cost nothing without one.
 template <bool kTwin>
-void GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
+bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
                  const IntTuple::Elements* elements,
                  const int32_t* source_tokens, const int64_t* source_extents,
                  const int64_t* source_strides,
-                 const int64_t* twin_source_strides, int32_t* tokens,
-                 int64_t* extents, int64_t* strides, int64_t* twin_strides) {
-  *tokens++ = static_cast<int32_t>(specs.size());
+                 const int64_t* twin_source_strides, int token_capacity,
+                 int leaf_capacity, int32_t* tokens, int64_t* extents,
+                 int64_t* strides, int64_t* twin_strides, int* num_tokens,
+                 int* num_leaves) {
+  const int n = static_cast<int>(specs.size());
+  if (n + 1 > token_capacity || n > leaf_capacity) return false;
+  tokens[0] = n;
+  int t = 1;
+  int k = 0;
   if (elements == nullptr) {
     for (const LayoutAssembler::ModeSpec& m : specs) {
-      const int64_t k = m.source;
-      *tokens++ = IntTuple::kLeafToken;
-      *extents++ = k >= 0 ? source_extents[k] : m.extent;
-      *strides++ = k >= 0 ? source_strides[k] : 0;
-      if (kTwin) *twin_strides++ = k >= 0 ? twin_source_strides[k] : 0;
+      const int64_t i = m.source;
+      tokens[t++] = IntTuple::kLeafToken;
+      extents[k] = i >= 0 ? source_extents[i] : m.extent;
+      strides[k] = i >= 0 ? source_strides[i] : m.stride;
+      if (kTwin)
+        twin_strides[k] = i >= 0 ? twin_source_strides[i] : m.twin_stride;
+      ++k;
     }
-    return;
+    *num_tokens = t;
+    *num_leaves = k;
+    return true;
   }
   const int32_t* token_at = elements->token.data();
   const int32_t* leaf_at = elements->leaf.data();
+  // Each mode takes at least one token and one leaf, which the check above
+  // counted; a hierarchical mode's others are checked as it comes.
+  int spare_tokens = token_capacity - (n + 1);
+  int spare_leaves = leaf_capacity - n;
   for (const LayoutAssembler::ModeSpec& m : specs) {
     const int64_t i = m.source;
     if (i < 0) {  // A new integer mode.
-      *tokens++ = IntTuple::kLeafToken;
-      *extents++ = m.extent;
-      *strides++ = 0;
-      if (kTwin) *twin_strides++ = 0;
+      tokens[t++] = IntTuple::kLeafToken;
+      extents[k] = m.extent;
+      strides[k] = m.stride;
+      if (kTwin) twin_strides[k] = m.twin_stride;
+      ++k;
       continue;
     }
-    const int32_t token_begin = token_at[i];
-    const int32_t token_end = token_at[i + 1];
-    const int32_t leaf_begin = leaf_at[i];
-    if (token_end - token_begin == 1) {  // An integer mode: no loops.
-      *tokens++ = IntTuple::kLeafToken;
-      *extents++ = source_extents[leaf_begin];
-      *strides++ = source_strides[leaf_begin];
-      if (kTwin) *twin_strides++ = twin_source_strides[leaf_begin];
+    int source_token = token_at[i];
+    int source_leaf = leaf_at[i];
+    if (source_tokens[source_token] == IntTuple::kLeafToken) {
+      tokens[t++] = IntTuple::kLeafToken;  // An integer mode (most modes).
+      extents[k] = source_extents[source_leaf];
+      strides[k] = source_strides[source_leaf];
+      if (kTwin) twin_strides[k] = twin_source_strides[source_leaf];
+      ++k;
       continue;
     }
-    for (int32_t t = token_begin; t < token_end; ++t)
-      *tokens++ = source_tokens[t];
-    for (int32_t k = leaf_begin; k < leaf_at[i + 1]; ++k) {
-      *extents++ = source_extents[k];
-      *strides++ = source_strides[k];
-      if (kTwin) *twin_strides++ = twin_source_strides[k];
+    spare_tokens -= token_at[i + 1] - source_token - 1;
+    spare_leaves -= leaf_at[i + 1] - source_leaf - 1;
+    if (spare_tokens < 0 || spare_leaves < 0) return false;
+    int pending = 1;  // Nodes of the mode still to copy.
+    while (pending > 0) {
+      const int32_t token = source_tokens[source_token++];
+      tokens[t++] = token;
+      --pending;
+      if (token != IntTuple::kLeafToken) {
+        pending += token;
+        continue;
+      }
+      extents[k] = source_extents[source_leaf];
+      strides[k] = source_strides[source_leaf];
+      if (kTwin) twin_strides[k] = twin_source_strides[source_leaf];
+      ++k;
+      ++source_leaf;
     }
   }
+  *num_tokens = t;
+  *num_leaves = k;
+  return true;
 }
 
 }  // namespace
@@ -292,50 +324,63 @@ absl::Status LayoutAssembler::GatherModes(
     const Layout& source, const IntTuple::Elements* elements,
     const Layout* twin, absl::Span<const ModeSpec> specs,
     std::optional<int64_t> kept_reach_size, Layout* out, Layout* twin_out) {
-  int num_tokens = 1 + static_cast<int>(specs.size());
-  int num_leaves = static_cast<int>(specs.size());
-  if (elements != nullptr) {
-    for (const ModeSpec& m : specs) {
-      if (m.source < 0) continue;
-      num_tokens +=
-          elements->token[m.source + 1] - elements->token[m.source] - 1;
-      num_leaves += elements->leaf[m.source + 1] - elements->leaf[m.source] - 1;
+  const int32_t* source_tokens = source.shape_.tokens_.data();
+  const int64_t* source_extents = source.shape_.leaves_.data();
+  const int64_t* source_strides = source.stride_.leaves_.data();
+  const int64_t* twin_source_strides =
+      twin != nullptr ? twin->stride_.leaves_.data() : nullptr;
+  auto gather = [&](int token_capacity, int leaf_capacity, int32_t* tokens,
+                    int64_t* extents, int64_t* strides, int64_t* twin_strides,
+                    int* num_tokens, int* num_leaves) {
+    if (twin != nullptr) {
+      return GatherSpecs<true>(specs, elements, source_tokens, source_extents,
+                               source_strides, twin_source_strides,
+                               token_capacity, leaf_capacity, tokens, extents,
+                               strides, twin_strides, num_tokens, num_leaves);
     }
-  }
+    return GatherSpecs<false>(specs, elements, source_tokens, source_extents,
+                              source_strides, nullptr, token_capacity,
+                              leaf_capacity, tokens, extents, strides, nullptr,
+                              num_tokens, num_leaves);
+  };
   // Gathered into local buffers, which no store can alias (the specs' fields
   // and the outputs' sizes are not reloaded), and written into the outputs
-  // with fixed-size copies; beyond kTokens or kLeaves, into buffers of their
-  // size.
-  const bool fits = num_tokens <= kTokens && num_leaves <= kLeaves;
+  // with fixed-size copies; beyond kTokens or kLeaves, counted and gathered
+  // again into buffers of their size.
   int32_t local_tokens[kTokens];
   int64_t local_extents[kLeaves];
   int64_t local_strides[kLeaves];
   int64_t local_twin_strides[kLeaves];
-  std::vector<int32_t> big_tokens;
-  std::vector<int64_t> big_leaves;
+  int num_tokens = 0;
+  int num_leaves = 0;
+  const bool fits =
+      gather(kTokens, kLeaves, local_tokens, local_extents, local_strides,
+             local_twin_strides, &num_tokens, &num_leaves);
   int32_t* tokens = local_tokens;
   int64_t* extents = local_extents;
   int64_t* strides = local_strides;
   int64_t* twin_strides = local_twin_strides;
+  std::vector<int32_t> big_tokens;
+  std::vector<int64_t> big_leaves;
   if (!fits) {
-    big_tokens.resize(num_tokens);
-    big_leaves.resize(3 * static_cast<size_t>(num_leaves));
+    int token_count = 1;
+    int leaf_count = 0;
+    for (const ModeSpec& m : specs) {
+      const bool integer = m.source < 0 || elements == nullptr;
+      token_count +=
+          integer ? 1
+                  : elements->token[m.source + 1] - elements->token[m.source];
+      leaf_count +=
+          integer ? 1 : elements->leaf[m.source + 1] - elements->leaf[m.source];
+    }
+    big_tokens.resize(token_count);
+    big_leaves.resize(3 * static_cast<size_t>(leaf_count));
     tokens = big_tokens.data();
     extents = big_leaves.data();
-    strides = extents + num_leaves;
-    twin_strides = strides + num_leaves;
-  }
-  const int32_t* source_tokens = source.shape_.tokens_.data();
-  const int64_t* source_extents = source.shape_.leaves_.data();
-  const int64_t* source_strides = source.stride_.leaves_.data();
-  if (twin != nullptr) {
-    GatherSpecs<true>(specs, elements, source_tokens, source_extents,
-                      source_strides, twin->stride_.leaves_.data(), tokens,
-                      extents, strides, twin_strides);
-  } else {
-    GatherSpecs<false>(specs, elements, source_tokens, source_extents,
-                       source_strides, nullptr, tokens, extents, strides,
-                       nullptr);
+    strides = extents + leaf_count;
+    twin_strides = strides + leaf_count;
+    gather(token_count, leaf_count, tokens, extents, strides, twin_strides,
+           &num_tokens, &num_leaves);
   }
   if (num_tokens == 2 && tokens[1] == IntTuple::kLeafToken) {
     tokens[0] = IntTuple::kLeafToken;  // One integer mode: an integer layout.
@@ -378,14 +423,6 @@ absl::Status LayoutAssembler::GatherModes(
     twin_out->min_index_ = empty ? 0 : twin->min_index_;
   }
   return absl::OkStatus();
-}
-
-void LayoutAssembler::FinishKeepingReach(const Layout& same_reach, int64_t size,
-                                         bool unwrap_single_integer) {
-  // Read before Commit: `same_reach` may be `*out_` itself.
-  const bool empty = size == 0;
-  FinishWithBounds(size, empty ? 0 : same_reach.max_index_,
-                   empty ? 0 : same_reach.min_index_, unwrap_single_integer);
 }
 
 void LayoutAssembler::FinishWithBounds(int64_t size, int64_t max_index,

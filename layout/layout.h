@@ -114,7 +114,7 @@ class Layout {
 // StatusOrs (the views' path, NOTE [ Views build in place ] in
 // core/representation.cc). Finish validates the result exactly as
 // Layout::Create does, so that `*out` is a valid layout or, on error, 1:0;
-// FinishKeepingReach and FinishWithBounds take bounds the caller derived
+// FinishWithBounds and GatherModes take bounds the caller derived
 // from a layout Create validated (NOTE [ Layout bounds ] in layout.cc), and
 // the property tests in views_test compare them with Create's.
 //
@@ -168,18 +168,6 @@ class LayoutAssembler {
   // With `unwrap_single_integer`, one integer mode becomes an integer layout.
   // Errors: those of Layout::Create; on error `*out` is 1:0.
   absl::Status Finish(bool unwrap_single_integer);
-  // Finish for a layout that reaches exactly the indices `same_reach` reaches
-  // and has `size` values: its modes rearranged, modes of extent 1 added or
-  // removed, new modes of stride 0, or runs of modes whose strides chain
-  // merged into one (Reshape by merging; GatherModes does the same for the
-  // other offset-free views). Bounds are copied, not recomputed: a valid
-  // layout's bounds hold for every layout of the same leaves up to extent-1 and
-  // stride-0 leaves (NOTE [ Layout bounds ]), and merged chains reach the same
-  // indices. A `size` of 0 is an empty layout, whose bounds are 0.
-  // Precondition: `size` is the product of the assembled extents, and
-  // Layout::Create accepts them (the caller checked the product).
-  void FinishKeepingReach(const Layout& same_reach, int64_t size,
-                          bool unwrap_single_integer);
   // Finish with bounds the caller derived: `size`, `max_index` and
   // `min_index` must be those Layout::Create computes for the assembled
   // leaves (a slice of one integer mode changes them by that mode's part).
@@ -188,22 +176,32 @@ class LayoutAssembler {
 
   // One top-level mode of a layout GatherModes writes: top-level mode
   // `source` of the source layout, or (source < 0) a new integer mode
-  // (extent):(0). 64-bit fields: an int32_t field may alias the uint32_t size
-  // of the small vector that holds the specs, which push_back would then
-  // reload after every store.
+  // (extent):(stride), and (extent):(twin_stride) in the twin. 64-bit fields:
+  // an int32_t field may alias the uint32_t size of the small vector that
+  // holds the specs, which push_back would then reload after every store.
   struct ModeSpec {
     int64_t source;
     int64_t extent;
+    int64_t stride = 0;
+    int64_t twin_stride = 0;
   };
   // Writes into `*out` the layout whose top-level modes `specs` name, read
   // from `source`, whose TopElements() are `*elements` (nullptr where every
   // mode of `source` is one leaf: mode i is leaf i); and, where `twin` is
   // given, into `*twin_out` the layout of the same shape whose strides are
   // read from `twin` at the same leaves (S_0 beside L_0: `twin` has
-  // `source`'s shape; new modes have stride 0 in both). One pass; one integer
-  // mode stays an integer layout. The bounds are those of FinishKeepingReach
-  // with `kept_reach_size` (each output reaches what its source reaches; the
-  // twin's size is the output's), or, without it, computed with
+  // `source`'s shape). One pass; one integer
+  // mode stays an integer layout. With `kept_reach_size`, the layouts reach
+  // exactly the indices their sources reach and have that many values (their
+  // modes rearranged, modes of extent 1 added or removed, new modes of
+  // stride 0, or runs of modes whose strides chain merged into one: Permute,
+  // Squeeze, Unsqueeze, the broadcasts, Reshape by merging), so bounds are
+  // copied, not recomputed: a valid layout's bounds hold for every layout of
+  // the same leaves up to extent-1 and stride-0 leaves (NOTE [ Layout
+  // bounds ]), and merged chains reach the same indices; a size of 0 is an
+  // empty layout, whose bounds are 0. Precondition: Layout::Create accepts
+  // the gathered leaves and `*kept_reach_size` is their size (the caller
+  // checked the product). Without it, bounds are computed with
   // Layout::Create's errors (on error the outputs are 1:0). The outputs must
   // not be `source` or `twin`.
   static absl::Status GatherModes(const Layout& source,

@@ -229,12 +229,17 @@ TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
     std::shuffle(order.begin(), order.end(), random.engine());
     std::vector<LayoutAssembler::ModeSpec> specs;
     std::vector<IntTuple> shape, stride, twin_stride;
+    // A new mode of stride 0, or of extent 1 and any strides: either keeps
+    // the reach.
     auto add_new_mode = [&] {
-      const int64_t extent = random.Uniform(0, 3);
-      specs.push_back({-1, extent});
+      const bool unit = random.Uniform(0, 1) == 0;
+      const int64_t extent = unit ? 1 : random.Uniform(0, 3);
+      const int64_t d = unit ? random.Uniform(-9, 9) : 0;
+      const int64_t twin_d = unit ? random.Uniform(-9, 9) : 0;
+      specs.push_back({-1, extent, d, twin_d});
       shape.push_back(extent);
-      stride.push_back(0);
-      twin_stride.push_back(0);
+      stride.push_back(d);
+      twin_stride.push_back(twin_d);
     };
     for (int i : order) {
       if (random.Uniform(0, 3) == 0) add_new_mode();

@@ -495,9 +495,65 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
   return CheckedMul(extent, inner, &product) && product == outer;
 }
 
+// ReshapeByMerging where every mode of L_0 (and so of S_0) is one leaf: no
+// leaf of a single-mode run can coalesce with another, so the runs are
+// checked and written in one pass over the target, from the leaves.
+bool ReshapeFlatByMerging(const Representation& rep,
+                          absl::Span<const int64_t> target,
+                          Representation::ViewDraft* draft) {
+  const bool levels = rep.num_levels() > 1;
+  const Layout& l0 = rep.subtensor(0).placement;
+  const IntTuple& shape = l0.shape();
+  if (!IsFlat(shape)) return false;
+  const int n = shape.num_leaves();
+  const int64_t* in = shape.leaves().data();
+  const int64_t* l_strides = l0.stride().leaves().data();
+  const int64_t* s_strides =
+      levels ? rep.adjacent_layouts()[0].stride().leaves().data() : nullptr;
+  for (int k = 0; k < n; ++k)
+    if (in[k] <= 1) return false;
+  // Written as the runs are found: the assemblers write their layouts only
+  // when finished, so an early false leaves the draft as it was.
+  LayoutAssembler l_out(&draft->placement(0));
+  std::optional<LayoutAssembler> s_out;
+  if (levels) s_out.emplace(&draft->adjacent(0));
+  int a = 0;
+  for (const int64_t t : target) {
+    if (t <= 1 || a == n) return false;
+    int b = a;
+    int64_t product = 1;
+    while (b < n && product < t) {
+      if (!CheckedMul(product, in[b], &product)) return false;
+      ++b;
+    }
+    if (product != t) return false;
+    // A run of integer modes merges where the strides chain in every
+    // operand (NOTE [ Reshape by merging modes ]).
+    for (int m = a; m + 1 < b; ++m) {
+      if (!Chains(l_strides[m], in[m + 1], l_strides[m + 1])) return false;
+      if (levels && !Chains(s_strides[m], in[m + 1], s_strides[m + 1]))
+        return false;
+    }
+    l_out.AppendInteger(t, l_strides[b - 1]);
+    if (levels) s_out->AppendInteger(t, s_strides[b - 1]);
+    a = b;
+  }
+  if (a != n) return false;
+  // Whole modes, and chains merged: the same indices, so the sources' bounds.
+  l_out.FinishWithBounds(l0.size(), l0.max_index(), l0.min_index(),
+                         /*unwrap_single_integer=*/true);
+  if (levels) {
+    const Layout& s0 = rep.adjacent_layouts()[0];
+    s_out->FinishWithBounds(l0.size(), s0.max_index(), s0.min_index(),
+                            /*unwrap_single_integer=*/true);
+  }
+  return true;
+}
+
 bool ReshapeByMerging(const Representation& rep,
                       absl::Span<const int64_t> target,
                       Representation::ViewDraft* draft, absl::Status* status) {
+  if (ReshapeFlatByMerging(rep, target, draft)) return true;
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
   const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
@@ -551,31 +607,25 @@ bool ReshapeByMerging(const Representation& rep,
     a = b;
   }
   if (a != in.size()) return false;
-  // Second pass: write L_0 and S_0.
-  auto write = [&](const Layout& source, absl::Span<const int64_t> strides,
-                   Layout* out) {
-    LayoutAssembler assembler(out);
-    size_t begin = 0;
-    for (size_t j = 0; j < target.size(); ++j) {
-      const size_t end = run_end[j];
-      if (end - begin == 1) {
-        elements.Append(source, static_cast<int>(begin), &assembler);
-      } else {
-        assembler.AppendInteger(target[j], strides[elements.leaf(end - 1)]);
-      }
-      begin = end;
+  // Second pass: write L_0 and S_0, whole modes and chains merged, which
+  // reach the same indices (NOTE [ Reshape by merging modes ]).
+  ModeSpecs specs;
+  size_t begin = 0;
+  for (size_t j = 0; j < target.size(); ++j) {
+    const size_t end = run_end[j];
+    if (end - begin == 1) {
+      specs.push_back({static_cast<int64_t>(begin), 0});
+    } else {
+      const int last = elements.leaf(static_cast<int>(end) - 1);
+      specs.push_back(
+          {-1, target[j], l_strides[last], levels ? s_strides[last] : 0});
     }
-    // Whole modes, and chains merged: the same indices (NOTE [ Reshape by
-    // merging modes ]).
-    assembler.FinishKeepingReach(source, source.size(),
-                                 /*unwrap_single_integer=*/true);
-    return absl::OkStatus();
-  };
-  *status = write(l0, l_strides, &draft->placement(0));
-  if (status->ok() && levels) {
-    *status = write(*s0, s_strides, &draft->adjacent(0));
-    if (!status->ok()) *status = NotAnAdjacentLayout(*status);
+    begin = end;
   }
+  *status = LayoutAssembler::GatherModes(
+      l0, elements.elements(), s0,
+      absl::MakeConstSpan(specs.data(), specs.size()), l0.size(),
+      &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
   return true;
 }
 
