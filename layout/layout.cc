@@ -240,6 +240,9 @@ namespace {
 // its token passes (a loop of data-dependent length, which the compiler does
 // not widen into vector code for two or three entries). The twin is a
 // template argument, so that its stores cost nothing without one.
+// The capacity of GatherModes' local token buffer (LayoutAssembler's).
+constexpr int kGatherTokens = 16;
+
 template <bool kTwin>
 bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
                  const IntTuple::Elements* elements,
@@ -255,9 +258,16 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
   int t = 1;
   int k = 0;
   if (elements == nullptr) {
+    // Every token is a leaf's. A fixed-size fill of the local buffer is a
+    // few vector stores, where a fill of n becomes a call to memset.
+    if (token_capacity == kGatherTokens) {
+      for (int x = 1; x < kGatherTokens; ++x) tokens[x] = IntTuple::kLeafToken;
+    } else {
+      for (int x = 1; x <= n; ++x) tokens[x] = IntTuple::kLeafToken;
+    }
+    t += n;
     for (const LayoutAssembler::ModeSpec& m : specs) {
       const int64_t i = m.source;
-      tokens[t++] = IntTuple::kLeafToken;
       extents[k] = i >= 0 ? source_extents[i] : m.extent;
       strides[k] = i >= 0 ? source_strides[i] : m.stride;
       if (kTwin)
@@ -347,6 +357,7 @@ absl::Status LayoutAssembler::GatherModes(
   // and the outputs' sizes are not reloaded), and written into the outputs
   // with fixed-size copies; beyond kTokens or kLeaves, counted and gathered
   // again into buffers of their size.
+  static_assert(kTokens == kGatherTokens);
   int32_t local_tokens[kTokens];
   int64_t local_extents[kLeaves];
   int64_t local_strides[kLeaves];

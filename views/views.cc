@@ -282,9 +282,11 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
       [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(perm.size()) == rank;
-        // Which modes were named: bits of a word up to rank 64.
+        // Which modes were named: bits of a word up to rank 64 (a vector
+        // beyond, allocated only there).
         uint64_t seen_bits = 0;
-        absl::InlinedVector<bool, 8> seen_beyond(rank > 64 ? rank : 0, false);
+        std::vector<bool> seen_beyond;
+        if (rank > 64) seen_beyond.assign(rank, false);
         for (int64_t p : perm) {
           valid = valid && p >= 0 && p < rank;
           if (!valid) break;
@@ -369,14 +371,17 @@ absl::StatusOr<Tensor> Unsqueeze(const Tensor& tensor, int64_t dim) {
 
 namespace {
 
-absl::Status CheckTargetExtents(absl::string_view op,
-                                absl::Span<const int64_t> shape) {
-  for (int64_t e : shape) {
-    if (e < 0) {
-      return ValueErrorCat(op, ": shape ", IntTuple::Flat(shape).ToString(),
-                           " has a negative extent");
-    }
-  }
+absl::Status NegativeTargetExtent(absl::string_view op,
+                                  absl::Span<const int64_t> shape) {
+  return ValueErrorCat(op, ": shape ", IntTuple::Flat(shape).ToString(),
+                       " has a negative extent");
+}
+// Inline, the message out of line: the success path is one loop.
+inline absl::Status CheckTargetExtents(absl::string_view op,
+                                       absl::Span<const int64_t> shape) {
+  bool negative = false;
+  for (int64_t e : shape) negative |= e < 0;
+  if (ABSL_PREDICT_FALSE(negative)) return NegativeTargetExtent(op, shape);
   return absl::OkStatus();
 }
 
