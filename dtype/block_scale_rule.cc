@@ -14,48 +14,48 @@
 namespace strata {
 namespace {
 
-// A mode's leaves of `layout` (a coalesced view, computed in place): the first
+// One mode of a layout read leaf by leaf, coalesced as it goes: the first
 // non-trivial (extent, stride) pair after merging, and whether every later
 // stride is non-zero.
-struct ModeShape {
-  int64_t first_extent = 1;
-  int64_t first_stride = 0;
-  bool later_nonzero = true;
-};
-
-// The mode is leaves [leaf_begin, leaf_end) of `layout`.
-ModeShape Inspect(const Layout& layout, int leaf_begin, int leaf_end) {
-  ModeShape m;
-  const auto extents = layout.shape().leaves();
-  const auto strides = layout.stride().leaves();
-  int64_t extent = 0, stride = 0;  // The coalesced leaf being built.
-  int pieces = 0;
-  auto flush = [&]() {
-    if (pieces == 0) {
-      m.first_extent = extent;
-      m.first_stride = stride;
-    } else if (stride == 0) {
-      m.later_nonzero = false;
-    }
-    ++pieces;
-  };
-  for (int k = leaf_begin; k < leaf_end; ++k) {
-    if (extents[k] == 1) continue;
+class CoalescedMode {
+ public:
+  void Add(int64_t e, int64_t d) {
+    if (e == 1) return;
     // extent * stride may pass INT64_MAX (extent 2, stride 2^62) where the
     // layout itself fits; such a product is never a stride of the layout.
     int64_t seam;
-    if (extent != 0 && CheckedMul(extent, stride, &seam) &&
-        strides[k] == seam) {
-      extent *= extents[k];  // At most the layout's size.
-      continue;
+    if (extent_ != 0 && CheckedMul(extent_, stride_, &seam) && d == seam) {
+      extent_ *= e;  // At most the layout's size.
+      return;
     }
-    if (extent != 0) flush();
-    extent = extents[k];
-    stride = strides[k];
+    if (extent_ != 0) Flush();
+    extent_ = e;
+    stride_ = d;
   }
-  if (extent != 0) flush();
-  return m;
-}
+  // Whether the mode coalesces to (block,...):(0,...), its later strides
+  // non-zero.
+  bool IsBlockOf(int64_t block) {
+    if (extent_ != 0) Flush();
+    return first_extent_ == block && first_stride_ == 0 && later_nonzero_;
+  }
+
+ private:
+  void Flush() {
+    if (pieces_ == 0) {
+      first_extent_ = extent_;
+      first_stride_ = stride_;
+    } else if (stride_ == 0) {
+      later_nonzero_ = false;
+    }
+    ++pieces_;
+  }
+  int64_t extent_ = 0;  // The coalesced leaf being built.
+  int64_t stride_ = 0;
+  int pieces_ = 0;
+  int64_t first_extent_ = 1;
+  int64_t first_stride_ = 0;
+  bool later_nonzero_ = true;
+};
 
 }  // namespace
 
@@ -73,44 +73,48 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
   const int32_t* tokens = shape.tokens().data();
   const int64_t* s0_extents = shape.leaves().data();
   const int64_t* s0_strides = s0.stride().leaves().data();
+  // L_0 has S_0's shape: the same leaves make the same mode.
+  const int64_t* l0_strides = l0.stride().leaves().data();
   const int rank = shape.is_leaf() ? 1 : tokens[0];
   int token = shape.is_leaf() ? 0 : 1;
-  int leaf_end = 0;
+  int leaf = 0;
   int count = 0;
   int last_blocked = -1;
-  const int64_t* l0_strides = l0.stride().leaves().data();
   for (int i = 0; i < rank; ++i) {
-    const int leaf_begin = leaf_end;
     if (tokens[token] == IntTuple::kLeafToken) {
       // An integer mode (most modes): a block where it is (block):(0) and L_0
-      // does not broadcast it; Inspect and the loops below say the same.
-      ++token;
-      ++leaf_end;
-      if (block > 1 && s0_extents[leaf_begin] == block &&
-          s0_strides[leaf_begin] == 0 && l0_strides[leaf_begin] != 0) {
+      // does not broadcast it.
+      if (block > 1 && s0_extents[leaf] == block && s0_strides[leaf] == 0 &&
+          l0_strides[leaf] != 0) {
         last_blocked = i;
         ++count;
       }
+      ++token;
+      ++leaf;
       continue;
     }
-    token = shape.SubtreeEnd(token, &leaf_end);
-    // Coalescing keeps the stride of a mode's first leaf of extent > 1: where
-    // it is not 0, the mode is not a block (most modes, found in O(1)).
-    int k = leaf_begin;
-    while (k < leaf_end && s0_extents[k] == 1) ++k;
-    if (k < leaf_end && s0_extents[k] > 0 && s0_strides[k] != 0) continue;
-    const ModeShape s = Inspect(s0, leaf_begin, leaf_end);
-    if (s.first_extent != block || s.first_stride != 0 || !s.later_nonzero)
-      continue;
-    // L_0 has S_0's shape: the same leaves make the same mode, a broadcast
-    // where every leaf of extent > 1 has stride 0.
+    // A hierarchical mode, in one walk of its tokens: its leaves coalesced
+    // as they pass, and whether L_0 broadcasts it (every leaf of extent > 1
+    // of stride 0).
+    CoalescedMode mode;
     bool broadcast = true;
-    for (int leaf = leaf_begin; leaf < leaf_end && broadcast; ++leaf) {
-      broadcast = s0_extents[leaf] == 1 || l0_strides[leaf] == 0;
+    int pending = 1;  // Nodes of the mode still to visit.
+    while (pending > 0) {
+      const int32_t t = tokens[token++];
+      --pending;
+      if (t != IntTuple::kLeafToken) {
+        pending += t;
+        continue;
+      }
+      const int64_t e = s0_extents[leaf];
+      broadcast = broadcast && (e == 1 || l0_strides[leaf] == 0);
+      mode.Add(e, s0_strides[leaf]);
+      ++leaf;
     }
-    if (broadcast) continue;
-    last_blocked = i;
-    ++count;
+    if (mode.IsBlockOf(block) && !broadcast) {
+      last_blocked = i;
+      ++count;
+    }
   }
   if (count > 0) *blocked = last_blocked;
   return count;

@@ -52,6 +52,15 @@ TEST(BlockScaleRuleTest, AcceptsOneScalePerAlignedBlock) {
   EXPECT_TRUE(Check("((32,2),4):((1,32),64)", "((32,2),4):((0,4),1)").ok());
   EXPECT_TRUE(
       Check("(32,4,(32,2)):(0,64,(1,32))", "(32,4,(32,2)):(0,1,(0,4))").ok());
+  // A hierarchical mode that L_0 broadcasts is no block, even where S_0
+  // coalesces it to (32,...):(0,...): here only mode 1 counts.
+  EXPECT_TRUE(Check("((32,2),(32,2)):((0,0),(1,32))",
+                    "((32,2),(32,2)):((0,1),(0,2))")
+                  .ok());
+  // Leaves of extent 1 do not stop a broadcast.
+  EXPECT_TRUE(Check("((1,32,2),(32,2)):((5,0,0),(1,32))",
+                    "((1,32,2),(32,2)):((3,0,1),(0,2))")
+                  .ok());
 }
 
 TEST(BlockScaleRuleTest, RejectsAnythingElseNamingDtypeBlockAndS0) {
