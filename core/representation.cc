@@ -269,32 +269,6 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
   return std::shared_ptr<const Representation>(std::move(rep));
 }
 
-absl::StatusOr<std::shared_ptr<const Representation>>
-Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
-                               const Layout& placement) {
-  if (carrier == nullptr)
-    return TypeError("subtensor 0: carrier is not a Carrier");
-  const SimpleDType* dtype = carrier->dtype().AsSimple();
-  if (dtype == nullptr) {
-    return ValueErrorCat(
-        "subtensor 0: carrier dtype ", carrier->dtype().name(), " is a ",
-        carrier->dtype().kind_name(),
-        " dtype and cannot provide the conventional one-subtensor "
-        "storage schema");
-  }
-  if (!PlacementFits(*carrier, offset, placement)) {
-    return CheckPlacementFits(0, *carrier, offset, placement);
-  }
-  std::shared_ptr<Representation> rep = Allocate(1);
-  rep->logical_dtype_ = dtype;
-  Subtensor& s = rep->subtensors_[0];
-  s.storage_dtype = dtype;
-  s.carrier = std::move(carrier);
-  s.offset = offset;
-  s.placement = placement;
-  return std::shared_ptr<const Representation>(std::move(rep));
-}
-
 // NOTE [ Views build in place ]
 // A view (views/views.cc) costs at most one allocation and O(rank) work:
 //
@@ -339,6 +313,16 @@ struct Representation::Storage final : Representation {
 template <>
 struct Representation::Storage<1> final : Representation {
   Storage() : Representation(PrivateTag{}) {
+    subtensors_ = &subtensor_storage;
+    num_levels_ = 1;
+  }
+  // The one subtensor built in place (CreateOneLevel): its placement is
+  // copy-constructed, not built as 1:0 and then assigned.
+  Storage(const SimpleDType* dtype, std::shared_ptr<Carrier> carrier,
+          int64_t offset, const Layout& placement)
+      : Representation(PrivateTag{}),
+        subtensor_storage{dtype, std::move(carrier), offset, placement} {
+    logical_dtype_ = dtype;
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
   }
@@ -391,6 +375,27 @@ std::shared_ptr<Representation> Representation::Allocate(int num_levels) {
     default:
       return std::make_shared<DynamicStorage>(num_levels);
   }
+}
+
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
+                               const Layout& placement) {
+  if (carrier == nullptr)
+    return TypeError("subtensor 0: carrier is not a Carrier");
+  const SimpleDType* dtype = carrier->dtype().AsSimple();
+  if (dtype == nullptr) {
+    return ValueErrorCat(
+        "subtensor 0: carrier dtype ", carrier->dtype().name(), " is a ",
+        carrier->dtype().kind_name(),
+        " dtype and cannot provide the conventional one-subtensor "
+        "storage schema");
+  }
+  if (!PlacementFits(*carrier, offset, placement)) {
+    return CheckPlacementFits(0, *carrier, offset, placement);
+  }
+  return std::shared_ptr<const Representation>(std::allocate_shared<Storage<1>>(
+      core_internal::CachedBlockAllocator<Storage<1>>(), dtype,
+      std::move(carrier), offset, placement));
 }
 
 Representation::ViewDraft::ViewDraft(const Representation& source)

@@ -25,14 +25,6 @@ const T* Intern(std::unique_ptr<T> dtype) {
 
 }  // namespace
 
-const SimpleDType* DType::AsSimple() const {
-  return kind_ == Kind::kSimple ? static_cast<const SimpleDType*>(this)
-                                : nullptr;
-}
-const CompoundDType* DType::AsCompound() const {
-  return kind_ == Kind::kCompound ? static_cast<const CompoundDType*>(this)
-                                  : nullptr;
-}
 const DTypeCategory* DType::AsCategory() const {
   return kind_ == Kind::kCategory ? static_cast<const DTypeCategory*>(this)
                                   : nullptr;

@@ -164,6 +164,17 @@ absl::StatusOr<absl::Span<const SimpleDType* const>> StorageSchema(
 absl::StatusOr<ScalarType> RequireScalarType(const DType& dtype,
                                              absl::string_view op);
 
+// Inline: Tensor::Create and every view ask, and a call costs more than the
+// test.
+inline const SimpleDType* DType::AsSimple() const {
+  return kind_ == Kind::kSimple ? static_cast<const SimpleDType*>(this)
+                                : nullptr;
+}
+inline const CompoundDType* DType::AsCompound() const {
+  return kind_ == Kind::kCompound ? static_cast<const CompoundDType*>(this)
+                                  : nullptr;
+}
+
 }  // namespace strata
 
 #endif  // STRATA_DTYPE_DTYPE_H_
