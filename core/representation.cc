@@ -273,16 +273,17 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 // A view (views/views.cc) costs at most one allocation and O(rank) work:
 //
 // clang-format off
-//  * one allocation at most: Allocate places the representation, its
+//  * one allocation at most: AllocateDraft places the representation, its
 //    subtensors and its adjacent layouts in one allocate_shared block
 //    (Storage<N> for up to 4 levels, NOTE [ Recycled representation blocks ]);
 //    IntTuples keep up to 8 leaves inline, so the Layouts in it allocate
 //    nothing;
-//  * in place: a ViewDraft copies what the view keeps from the source (the
-//    dtypes, the carriers, the offsets, the deeper placements and adjacent
-//    layouts) straight into that block, and the view writes its new L_0 and
-//    S_0 into it (LayoutAssembler, layout/layout.h), with no candidate
-//    vectors, intermediate Layouts or StatusOr copies;
+//  * in place: a ViewDraft's block is constructed from the source, each
+//    member once, with what the view keeps (the dtypes, the carriers, the
+//    offsets, the deeper placements and adjacent layouts), and the view
+//    writes its new L_0 and S_0 into it (LayoutAssembler::GatherModes and
+//    the assembler, layout/layout.h), with no candidate vectors,
+//    intermediate Layouts or StatusOr copies;
 //  * validation of what a view can break: the source was validated, and a
 //    draft cannot change a dtype or a carrier, so steps 1 and 2's schema,
 //    carrier, class and dtype checks hold by construction. Everything a view
@@ -290,7 +291,9 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 //    placement's bounds against its carrier (O(1) per level from the cached
 //    Layout bounds, NOTE [ Placement bounds ]), every adjacent layout's
 //    domain and range (O(leaves)), and the new layouts themselves, which
-//    LayoutAssembler::Finish validates as Layout::Create does (O(leaves));
+//    LayoutAssembler::Finish validates as Layout::Create does (O(leaves)).
+//    A view that keeps every level's reach cannot break those checks, and
+//    skips them (NOTE [ Views that keep their reach ]);
 //  * the dtype's rules still run, in order, on a context that reads the
 //    representation without copying it (FrozenContext above); the block rule
 //    reads placement_layout(0) and S_0 in O(leaves).
@@ -298,6 +301,17 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 //
 // Representation::Create, the generic factory, stays the one path for
 // candidates that nothing has validated (proto, tests, replay).
+namespace {
+
+// Level i of a view's draft of a validated source (ViewDraft): the source's,
+// but level 0's placement is 1:0 until the view writes it.
+Subtensor DraftSubtensor(const Subtensor& from, size_t i) {
+  return Subtensor{from.storage_dtype, from.carrier, from.offset,
+                   i == 0 ? Layout() : from.placement};
+}
+
+}  // namespace
+
 template <int N>
 struct Representation::Storage final : Representation {
   Storage() : Representation(PrivateTag{}) {
@@ -305,8 +319,26 @@ struct Representation::Storage final : Representation {
     adjacent_ = adjacent_storage;
     num_levels_ = N;
   }
+  // A view's draft of `source` (N levels), every member built once: S_0 is
+  // 1:0 until the view writes it.
+  explicit Storage(const Representation& source)
+      : Storage(source, std::make_index_sequence<N>(),
+                std::make_index_sequence<N - 1>()) {}
   Subtensor subtensor_storage[N];
   Layout adjacent_storage[N - 1];
+
+ private:
+  template <size_t... I, size_t... J>
+  Storage(const Representation& source, std::index_sequence<I...>,
+          std::index_sequence<J...>)
+      : Representation(PrivateTag{}),
+        subtensor_storage{DraftSubtensor(source.subtensors_[I], I)...},
+        adjacent_storage{(J == 0 ? Layout() : source.adjacent_[J])...} {
+    logical_dtype_ = source.logical_dtype_;
+    subtensors_ = subtensor_storage;
+    adjacent_ = adjacent_storage;
+    num_levels_ = N;
+  }
 };
 
 // One level has no adjacent layout to hold.
@@ -323,6 +355,14 @@ struct Representation::Storage<1> final : Representation {
       : Representation(PrivateTag{}),
         subtensor_storage{dtype, std::move(carrier), offset, placement} {
     logical_dtype_ = dtype;
+    subtensors_ = &subtensor_storage;
+    num_levels_ = 1;
+  }
+  // A view's draft of the one-level `source`.
+  explicit Storage(const Representation& source)
+      : Representation(PrivateTag{}),
+        subtensor_storage(DraftSubtensor(source.subtensors_[0], 0)) {
+    logical_dtype_ = source.logical_dtype_;
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
   }
@@ -356,10 +396,11 @@ struct Representation::DynamicStorage final : Representation {
 // AddressSanitizer nothing is recycled, so that its quarantine still reports
 // a use after release. DynamicStorage (more than 4 levels) holds vectors and
 // is not recycled.
-template <int N>
-std::shared_ptr<Representation> Representation::AllocateStorage() {
+template <int N, typename... Args>
+std::shared_ptr<Representation> Representation::AllocateStorage(
+    const Args&... args) {
   return std::allocate_shared<Storage<N>>(
-      core_internal::CachedBlockAllocator<Storage<N>>());
+      core_internal::CachedBlockAllocator<Storage<N>>(), args...);
 }
 
 std::shared_ptr<Representation> Representation::Allocate(int num_levels) {
@@ -398,8 +439,26 @@ Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
       std::move(carrier), offset, placement));
 }
 
+std::shared_ptr<Representation> Representation::AllocateDraft(
+    const Representation& source) {
+  switch (source.num_levels_) {
+    case 1:
+      return AllocateStorage<1>(source);
+    case 2:
+      return AllocateStorage<2>(source);
+    case 3:
+      return AllocateStorage<3>(source);
+    case 4:
+      return AllocateStorage<4>(source);
+    default:
+      return nullptr;
+  }
+}
+
 Representation::ViewDraft::ViewDraft(const Representation& source)
-    : rep_(Allocate(source.num_levels_)) {
+    : rep_(AllocateDraft(source)) {
+  if (rep_ != nullptr) return;  // Built from the source in one pass.
+  rep_ = Allocate(source.num_levels_);
   rep_->logical_dtype_ = source.logical_dtype_;
   for (int i = 0; i < source.num_levels_; ++i) {
     const Subtensor& from = source.subtensors_[i];

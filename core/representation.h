@@ -167,8 +167,12 @@ class Representation {
   // One allocation holding the representation, its subtensors and its
   // adjacent layouts (any number of levels; at most 4 without a second one).
   static std::shared_ptr<Representation> Allocate(int num_levels);
-  template <int N>
-  static std::shared_ptr<Representation> AllocateStorage();
+  template <int N, typename... Args>
+  static std::shared_ptr<Representation> AllocateStorage(const Args&... args);
+  // A view's draft of `source` in one allocation, built from it in one pass;
+  // nullptr beyond 4 levels (then Allocate, and copies).
+  static std::shared_ptr<Representation> AllocateDraft(
+      const Representation& source);
 
  public:
   // For allocate_shared inside Allocate.

@@ -1404,5 +1404,61 @@ TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
   EXPECT_EQ(sliced->size(), flat.size() / 2);
 }
 
+// Views of Tensors of 3 and 6 levels: a draft of up to 4 levels is built from
+// its source in one pass (Storage<N>), one beyond by copies; either way every
+// deeper level, carrier and offset is the source's, and the view invariant
+// holds at every level.
+TEST(ViewFastPathsTest, DraftsOfThreeAndSixLevelsKeepEveryDeeperLevel) {
+  for (const int levels : {3, 6}) {
+    SCOPED_TRACE(absl::StrCat(levels, " levels"));
+    const std::vector<const SimpleDType*> schema(levels, dtypes::Int32());
+    const CompoundDType* dtype =
+        *CompoundDType::Create(absl::StrCat("test_levels_", levels), schema);
+    std::vector<SubtensorCandidate> subtensors;
+    std::vector<absl::StatusOr<Layout>> adjacent;
+    for (int i = 0; i < levels; ++i) {
+      subtensors.push_back({dtypes::Int32(),
+                            *HostCarrier::Create(*dtypes::Int32(), 30 + i), i,
+                            L("(4,6):(6,1)")});
+      // Coordinate (a, b) of level i is level i + 1's linear index a + 4b.
+      if (i + 1 < levels) adjacent.push_back(L("(4,6):(1,4)"));
+    }
+    auto rep = Representation::Create(dtype, subtensors, adjacent);
+    ASSERT_TRUE(rep.ok()) << rep.status();
+    const Tensor t = MakeTensor(*rep);
+    const Representation& source = TensorAccess::representation(t);
+    auto permuted = Permute(t, {1, 0});
+    ASSERT_TRUE(permuted.ok()) << permuted.status();
+    const Representation& view = TensorAccess::representation(*permuted);
+    ASSERT_EQ(view.num_levels(), levels);
+    EXPECT_EQ(view.subtensor(0).placement, L("(6,4):(1,6)"));
+    EXPECT_EQ(view.adjacent_layouts()[0], L("(6,4):(4,1)"));
+    for (int i = 0; i < levels; ++i) {
+      EXPECT_EQ(view.subtensor(i).carrier, source.subtensor(i).carrier);
+      EXPECT_EQ(view.subtensor(i).offset, source.subtensor(i).offset);
+      EXPECT_EQ(view.subtensor(i).storage_dtype, dtypes::Int32());
+      if (i > 0) {
+        EXPECT_EQ(view.subtensor(i).placement, source.subtensor(i).placement);
+      }
+      if (i > 0 && i + 1 < levels) {
+        EXPECT_EQ(view.adjacent_layouts()[i], source.adjacent_layouts()[i]);
+      }
+    }
+    ExpectInvariant(t, *permuted, [](const Coord& c) {
+      return Coord{c[1], c[0]};
+    });
+    auto unsqueezed = Unsqueeze(t, 1);
+    ASSERT_TRUE(unsqueezed.ok()) << unsqueezed.status();
+    ExpectInvariant(t, *unsqueezed, [](const Coord& c) {
+      return Coord{c[0], c[2]};
+    });
+    auto sliced = Slice(t, 1, 2, 6, 2);
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    ExpectInvariant(t, *sliced, [](const Coord& c) {
+      return Coord{c[0], 2 + 2 * c[1]};
+    });
+  }
+}
+
 }  // namespace
 }  // namespace strata
