@@ -157,8 +157,22 @@ class ModeIndex {
 std::optional<int64_t> SpecsSize(const Layout& layout, const ModeIndex& modes,
                                  absl::Span<const ModeSpec> specs) {
   const bool source_empty = layout.size() == 0;
+  if (!source_empty) {
+    // The common case: only the new modes multiply.
+    int64_t size = layout.size();
+    bool empty = false;
+    for (const ModeSpec& m : specs) {
+      if (m.source >= 0) continue;
+      if (m.extent == 0) {
+        empty = true;
+      } else if (__builtin_mul_overflow(size, m.extent, &size)) {
+        return std::nullopt;
+      }
+    }
+    return empty ? 0 : size;
+  }
   const auto extents = layout.shape().leaves();
-  int64_t size = source_empty ? 1 : layout.size();
+  int64_t size = 1;
   bool empty = false;
   bool overflow = false;
   auto multiply = [&](int64_t e) {
@@ -379,9 +393,11 @@ absl::Status NegativeTargetExtent(absl::string_view op,
 // Inline, the message out of line: the success path is one loop.
 inline absl::Status CheckTargetExtents(absl::string_view op,
                                        absl::Span<const int64_t> shape) {
-  bool negative = false;
-  for (int64_t e : shape) negative |= e < 0;
-  if (ABSL_PREDICT_FALSE(negative)) return NegativeTargetExtent(op, shape);
+  // An early exit: GCC widens a loop without one into vector code whose
+  // set-up costs more than five extents.
+  for (int64_t e : shape) {
+    if (ABSL_PREDICT_FALSE(e < 0)) return NegativeTargetExtent(op, shape);
+  }
   return absl::OkStatus();
 }
 
