@@ -511,10 +511,32 @@ absl::Status Representation::ViewDraft::Check() const {
 // carrier size); an adjacent layout fits from its shape, which the view
 // copied from L_i, its bounds and size(L_(i+1)). The validated source passed
 // them, so the view passes them too, and only the dtype's rules, which read
-// the new layouts, run. Builds without NDEBUG check the claim in full.
+// the new layouts, run. Builds without NDEBUG (the tests', the sanitizers'
+// and the fuzzers') check the claim: each layout's copied bounds against
+// Layout::Create's, then the level checks.
 absl::Status Representation::ViewDraft::CheckKeepingReach() const {
 #ifndef NDEBUG
-  if (absl::Status levels = CheckLevels(*rep_); !levels.ok()) {
+  // The precondition itself: every layout of the draft has the bounds
+  // Layout::Create computes for its leaves (the view copied them), and then
+  // the level checks pass.
+  auto bounds_hold = [](const Layout& l) {
+    const absl::StatusOr<Layout> fresh = Layout::Create(l.shape(), l.stride());
+    return fresh.ok() && fresh->size() == l.size() &&
+           fresh->cosize() == l.cosize() && fresh->min_index() == l.min_index();
+  };
+  const Representation& rep = *rep_;
+  for (int i = 0; i < rep.num_levels_; ++i) {
+    const bool placement = bounds_hold(rep.subtensors_[i].placement);
+    if (!placement ||
+        (i + 1 < rep.num_levels_ && !bounds_hold(rep.adjacent_[i]))) {
+      return absl::InternalError(absl::StrCat(
+          "a view that keeps its reach copied wrong bounds into level ", i,
+          placement ? "'s adjacent layout " : "'s placement ",
+          (placement ? rep.adjacent_[i] : rep.subtensors_[i].placement)
+              .ToString()));
+    }
+  }
+  if (absl::Status levels = CheckLevels(rep); !levels.ok()) {
     return absl::InternalError(absl::StrCat(
         "a view that keeps its reach fails a level check: ", levels.message()));
   }

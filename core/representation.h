@@ -148,8 +148,9 @@ class Representation {
     // source's, every placement and adjacent layout has the bounds of the
     // source's (the same max_index and min_index, or is empty), and each
     // S_i was given L_i's shape. Only the dtype's rules then run. Builds
-    // without NDEBUG (the tests' and the fuzzers') also make Check()'s level
-    // checks and return an internal error where the precondition failed.
+    // without NDEBUG (the tests' and the fuzzers') also recompute every
+    // layout's bounds with Layout::Create and make Check()'s level checks,
+    // and return an internal error where the precondition failed.
     absl::Status CheckKeepingReach() const;
     std::shared_ptr<const Representation> Take() && { return std::move(rep_); }
 

@@ -32,10 +32,14 @@ class CoalescedMode {
     extent_ = e;
     stride_ = d;
   }
-  // Whether the mode coalesces to (block,...):(0,...), its later strides
-  // non-zero.
-  bool IsBlockOf(int64_t block) {
+  // Ends the mode: the leaf being built is its last piece.
+  void Finish() {
     if (extent_ != 0) Flush();
+    extent_ = 0;
+  }
+  // Whether the finished mode coalesces to (block,...):(0,...), its later
+  // strides non-zero.
+  bool IsBlockOf(int64_t block) const {
     return first_extent_ == block && first_stride_ == 0 && later_nonzero_;
   }
 
@@ -82,10 +86,14 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
   int last_blocked = -1;
   for (int i = 0; i < rank; ++i) {
     if (tokens[token] == IntTuple::kLeafToken) {
-      // An integer mode (most modes): a block where it is (block):(0) and L_0
-      // does not broadcast it.
-      if (block > 1 && s0_extents[leaf] == block && s0_strides[leaf] == 0 &&
-          l0_strides[leaf] != 0) {
+      // An integer mode (most modes), as CoalescedMode reads it: extent 1
+      // adds nothing and L_0 broadcasts it; extent 0 leaves the mode 1:0; any
+      // other extent e with stride 0 is (e):(0). A block where that is
+      // (block):(0) and L_0 does not broadcast it.
+      const int64_t e = s0_extents[leaf];
+      const bool block_shaped =
+          e == 0 ? block == 1 : e > 1 && e == block && s0_strides[leaf] == 0;
+      if (block_shaped && l0_strides[leaf] != 0) {
         last_blocked = i;
         ++count;
       }
@@ -111,6 +119,7 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
       mode.Add(e, s0_strides[leaf]);
       ++leaf;
     }
+    mode.Finish();
     if (mode.IsBlockOf(block) && !broadcast) {
       last_blocked = i;
       ++count;

@@ -46,6 +46,14 @@ absl::Status Check(const std::string& l0, const std::string& s0) {
       Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
 }
 
+// The mode BlockedMode names, or -1 where the rule refuses.
+int BlockedMode(const std::string& l0, const std::string& s0) {
+  const BlockScaleRule rule(32);
+  const absl::StatusOr<int> mode = rule.BlockedMode(
+      Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
+  return mode.ok() ? *mode : -1;
+}
+
 TEST(BlockScaleRuleTest, AcceptsOneScalePerAlignedBlock) {
   EXPECT_TRUE(Check("(4,(32,2)):(64,(1,32))", "(4,(32,2)):(1,(0,4))").ok());
   // Permuted modes and a broadcast mode of extent 32 are fine.
@@ -54,13 +62,17 @@ TEST(BlockScaleRuleTest, AcceptsOneScalePerAlignedBlock) {
       Check("(32,4,(32,2)):(0,64,(1,32))", "(32,4,(32,2)):(0,1,(0,4))").ok());
   // A hierarchical mode that L_0 broadcasts is no block, even where S_0
   // coalesces it to (32,...):(0,...): here only mode 1 counts.
-  EXPECT_TRUE(Check("((32,2),(32,2)):((0,0),(1,32))",
-                    "((32,2),(32,2)):((0,1),(0,2))")
-                  .ok());
+  EXPECT_EQ(BlockedMode("((32,2),(32,2)):((0,0),(1,32))",
+                        "((32,2),(32,2)):((0,1),(0,2))"),
+            1);
   // Leaves of extent 1 do not stop a broadcast.
-  EXPECT_TRUE(Check("((1,32,2),(32,2)):((5,0,0),(1,32))",
-                    "((1,32,2),(32,2)):((3,0,1),(0,2))")
-                  .ok());
+  EXPECT_EQ(BlockedMode("((1,32,2),(32,2)):((5,0,0),(1,32))",
+                        "((1,32,2),(32,2)):((3,0,1),(0,2))"),
+            1);
+  // Nor does an integer mode L_0 broadcasts count.
+  EXPECT_EQ(
+      BlockedMode("(32,4,(32,2)):(0,64,(1,32))", "(32,4,(32,2)):(0,1,(0,4))"),
+      2);
 }
 
 TEST(BlockScaleRuleTest, RejectsAnythingElseNamingDtypeBlockAndS0) {

@@ -232,17 +232,19 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
 
 namespace {
 
+// The width of the fixed-size fill of a flat layout's leaf tokens: the local
+// token buffer's capacity (LayoutAssembler::kTokens, asserted there).
+constexpr int kGatherTokens = 16;
+
 // GatherModes' pass over the specs: tokens, extents and strides (and the
 // twin's strides) in order, into buffers of `token_capacity` and
 // `leaf_capacity` entries; false, with the counts unset, where they do not
 // fit. `elements` is null where every source mode is one leaf. A
-// hierarchical mode is copied in one walk of its tokens, a leaf's values as
-// its token passes (a loop of data-dependent length, which the compiler does
-// not widen into vector code for two or three entries). The twin is a
-// template argument, so that its stores cost nothing without one.
-// The capacity of GatherModes' local token buffer (LayoutAssembler's).
-constexpr int kGatherTokens = 16;
-
+// hierarchical mode (possibly an empty tuple, with no leaf) is copied in one
+// walk of its tokens, a leaf's values as its token passes (a loop of
+// data-dependent length, which the compiler does not widen into vector code
+// for two or three entries). The twin is a template argument, so that its
+// stores cost nothing without one.
 template <bool kTwin>
 bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
                  const IntTuple::Elements* elements,
@@ -253,14 +255,16 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
                  int64_t* strides, int64_t* twin_strides, int* num_tokens,
                  int* num_leaves) {
   const int n = static_cast<int>(specs.size());
-  if (n + 1 > token_capacity || n > leaf_capacity) return false;
+  if (token_capacity < 1) return false;
   tokens[0] = n;
   int t = 1;
   int k = 0;
   if (elements == nullptr) {
-    // Every token is a leaf's. A fixed-size fill of the local buffer is a
-    // few vector stores, where a fill of n becomes a call to memset.
-    if (token_capacity == kGatherTokens) {
+    // Every mode is one token and one leaf.
+    if (n + 1 > token_capacity || n > leaf_capacity) return false;
+    // A fixed-size fill is a few vector stores, where a fill of n becomes a
+    // call to memset.
+    if (token_capacity >= kGatherTokens) {
       for (int x = 1; x < kGatherTokens; ++x) tokens[x] = IntTuple::kLeafToken;
     } else {
       for (int x = 1; x <= n; ++x) tokens[x] = IntTuple::kLeafToken;
@@ -280,33 +284,27 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
   }
   const int32_t* token_at = elements->token.data();
   const int32_t* leaf_at = elements->leaf.data();
-  // Each mode takes at least one token and one leaf, which the check above
-  // counted; a hierarchical mode's others are checked as it comes.
-  int spare_tokens = token_capacity - (n + 1);
-  int spare_leaves = leaf_capacity - n;
   for (const LayoutAssembler::ModeSpec& m : specs) {
     const int64_t i = m.source;
-    if (i < 0) {  // A new integer mode.
+    int source_token = i < 0 ? 0 : token_at[i];
+    int source_leaf = i < 0 ? 0 : leaf_at[i];
+    if (i < 0 || source_tokens[source_token] == IntTuple::kLeafToken) {
+      // A new integer mode, or an integer mode of the source (most modes).
+      if (t + 1 > token_capacity || k + 1 > leaf_capacity) return false;
       tokens[t++] = IntTuple::kLeafToken;
-      extents[k] = m.extent;
-      strides[k] = m.stride;
-      if (kTwin) twin_strides[k] = m.twin_stride;
+      extents[k] = i < 0 ? m.extent : source_extents[source_leaf];
+      strides[k] = i < 0 ? m.stride : source_strides[source_leaf];
+      if (kTwin) {
+        twin_strides[k] =
+            i < 0 ? m.twin_stride : twin_source_strides[source_leaf];
+      }
       ++k;
       continue;
     }
-    int source_token = token_at[i];
-    int source_leaf = leaf_at[i];
-    if (source_tokens[source_token] == IntTuple::kLeafToken) {
-      tokens[t++] = IntTuple::kLeafToken;  // An integer mode (most modes).
-      extents[k] = source_extents[source_leaf];
-      strides[k] = source_strides[source_leaf];
-      if (kTwin) twin_strides[k] = twin_source_strides[source_leaf];
-      ++k;
-      continue;
+    if (t + (token_at[i + 1] - source_token) > token_capacity ||
+        k + (leaf_at[i + 1] - source_leaf) > leaf_capacity) {
+      return false;
     }
-    spare_tokens -= token_at[i + 1] - source_token - 1;
-    spare_leaves -= leaf_at[i + 1] - source_leaf - 1;
-    if (spare_tokens < 0 || spare_leaves < 0) return false;
     int pending = 1;  // Nodes of the mode still to copy.
     while (pending > 0) {
       const int32_t token = source_tokens[source_token++];
@@ -390,8 +388,11 @@ absl::Status LayoutAssembler::GatherModes(
     extents = big_leaves.data();
     strides = extents + leaf_count;
     twin_strides = strides + leaf_count;
-    gather(token_count, leaf_count, tokens, extents, strides, twin_strides,
-           &num_tokens, &num_leaves);
+    // Counted exactly: the gather fits.
+    if (!gather(token_count, leaf_count, tokens, extents, strides, twin_strides,
+                &num_tokens, &num_leaves)) {
+      return absl::InternalError("GatherModes: the counted buffers overflow");
+    }
   }
   if (num_tokens == 2 && tokens[1] == IntTuple::kLeafToken) {
     tokens[0] = IntTuple::kLeafToken;  // One integer mode: an integer layout.

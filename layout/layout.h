@@ -185,25 +185,23 @@ class LayoutAssembler {
     int64_t stride = 0;
     int64_t twin_stride = 0;
   };
-  // Writes into `*out` the layout whose top-level modes `specs` name, read
-  // from `source`, whose TopElements() are `*elements` (nullptr where every
-  // mode of `source` is one leaf: mode i is leaf i); and, where `twin` is
-  // given, into `*twin_out` the layout of the same shape whose strides are
-  // read from `twin` at the same leaves (S_0 beside L_0: `twin` has
-  // `source`'s shape). One pass; one integer
-  // mode stays an integer layout. With `kept_reach_size`, the layouts reach
-  // exactly the indices their sources reach and have that many values (their
-  // modes rearranged, modes of extent 1 added or removed, new modes of
-  // stride 0, or runs of modes whose strides chain merged into one: Permute,
-  // Squeeze, Unsqueeze, the broadcasts, Reshape by merging), so bounds are
-  // copied, not recomputed: a valid layout's bounds hold for every layout of
-  // the same leaves up to extent-1 and stride-0 leaves (NOTE [ Layout
-  // bounds ]), and merged chains reach the same indices; a size of 0 is an
-  // empty layout, whose bounds are 0. Precondition: Layout::Create accepts
-  // the gathered leaves and `*kept_reach_size` is their size (the caller
-  // checked the product). Without it, bounds are computed with
-  // Layout::Create's errors (on error the outputs are 1:0). The outputs must
-  // not be `source` or `twin`.
+  // Writes into `*out` the layout whose top-level modes `specs` name, read from
+  // `source`, whose TopElements() are `*elements` (nullptr where every mode of
+  // `source` is one leaf: mode i is leaf i); and, where `twin` is given, into
+  // `*twin_out` the layout of the same shape whose strides are read from `twin`
+  // at the same leaves (S_0 beside L_0: `twin` has `source`'s shape). One pass;
+  // one integer mode stays an integer layout. With `kept_reach_size`, the
+  // layouts reach exactly the indices their sources reach and have that many
+  // values (their modes rearranged, modes of extent 1 added or removed, new
+  // modes of stride 0, or runs of modes whose strides chain merged into one:
+  // Permute, Squeeze, Unsqueeze, the broadcasts, Reshape by merging), so bounds
+  // are copied, not recomputed: a valid layout's bounds hold for every layout
+  // of the same leaves up to extent-1 and stride-0 leaves (NOTE [ Layout bounds
+  // ]), and merged chains reach the same indices; a size of 0 is an empty
+  // layout, whose bounds are 0. Precondition: Layout::Create accepts the
+  // gathered leaves and `*kept_reach_size` is their size (the caller checked
+  // the product). Without it, bounds are computed with Layout::Create's errors
+  // (on error the outputs are 1:0). The outputs must not be `source` or `twin`.
   static absl::Status GatherModes(const Layout& source,
                                   const IntTuple::Elements* elements,
                                   const Layout* twin,

@@ -43,9 +43,7 @@ absl::StatusOr<Tensor> Publish(Representation::ViewDraft& draft) {
 // Publish for a view that keeps every level's reach (NOTE [ Views that keep
 // their reach ] in core/representation.cc): only the dtype's rules run.
 absl::StatusOr<Tensor> PublishKeepingReach(Representation::ViewDraft& draft) {
-  if (absl::Status status = draft.CheckKeepingReach(); !status.ok()) {
-    return status;
-  }
+  STRATA_RETURN_IF_ERROR(draft.CheckKeepingReach());
   return MakeTensor(std::move(draft).Take());
 }
 
@@ -179,10 +177,12 @@ std::optional<int64_t> SpecsSize(const Layout& layout, const ModeIndex& modes,
     empty |= e == 0;
     overflow |= __builtin_mul_overflow(size, e == 0 ? 1 : e, &size);
   };
+  // An empty source: every leaf of the kept modes counts too (NOTE
+  // [ Layout bounds ]).
   for (const ModeSpec& m : specs) {
     if (m.source < 0) {
       multiply(m.extent);
-    } else if (source_empty) {
+    } else {
       for (int k = modes.leaf(m.source); k < modes.leaf(m.source + 1); ++k)
         multiply(extents[k]);
     }

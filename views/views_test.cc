@@ -1262,6 +1262,67 @@ TEST(ViewFastPathsTest, ReshapeAndSliceFastPathsEqualComposition) {
   }
 }
 
+// Reshape's one-pass path for flat layouts on two levels: L_0 and S_0 both
+// flat, their strides chaining or not independently, merged runs chosen at
+// random; the result is composition's (the review found this path compared
+// on one level only).
+TEST(ViewFastPathsTest, FlatTwoLevelReshapeEqualsComposition) {
+  testing::RandomLayouts gen(23);
+  int merged = 0;
+  for (int round = 0; round < 1500; ++round) {
+    const std::string seed = absl::StrCat("round ", round);
+    const int rank = gen.Uniform(1, 4);
+    std::vector<int64_t> extents(rank);
+    for (int64_t& e : extents) e = gen.Uniform(2, 4);
+    // A row-major layout of the extents with gaps, its modes permuted.
+    auto strided = [&](bool gaps) {
+      std::vector<int64_t> strides(rank);
+      int64_t running = 1;
+      for (int k = rank; k-- > 0;) {
+        if (gaps) running *= gen.Uniform(1, 2);
+        strides[k] = running;
+        running *= extents[k];
+      }
+      return strides;
+    };
+    std::vector<int> perm(rank);
+    for (int k = 0; k < rank; ++k) perm[k] = k;
+    if (gen.Uniform(0, 1)) std::shuffle(perm.begin(), perm.end(), gen.engine());
+    std::vector<int64_t> shape(rank), l_strides(rank), s_strides(rank);
+    const std::vector<int64_t> l = strided(true),
+                               d = strided(gen.Uniform(0, 1));
+    for (int k = 0; k < rank; ++k) {
+      shape[k] = extents[perm[k]];
+      l_strides[k] = l[perm[k]];
+      // S_0 in its own order: chains where L_0 does only sometimes.
+      s_strides[k] = d[gen.Uniform(0, 2) == 0 ? k : perm[k]];
+    }
+    const Layout l0 =
+        *Layout::Create(IntTuple::Flat(shape), IntTuple::Flat(l_strides));
+    auto s0 = Layout::Create(IntTuple::Flat(shape), IntTuple::Flat(s_strides));
+    ASSERT_TRUE(s0.ok());
+    const Layout l1 = L(absl::StrCat(s0->cosize(), ":1"));
+    const Tensor t = TwoLevelAtRandomOffsets(gen, l0, l1, *s0);
+    std::vector<int64_t> target;
+    for (int k = 0; k < rank; ++k) {
+      if (!target.empty() && gen.Uniform(0, 1)) {
+        target.back() *= shape[k];
+      } else {
+        target.push_back(shape[k]);
+      }
+    }
+    const auto fast = Reshape(t, target);
+    const auto general = views_internal::ReshapeByComposition(t, target);
+    ASSERT_EQ(fast.ok(), general.ok()) << seed << fast.status();
+    if (!fast.ok()) continue;
+    merged += static_cast<int>(target.size()) < rank;
+    ExpectSameRepresentation(
+        fast, general,
+        absl::StrCat(seed, " reshape of ", t.layout().ToString()));
+  }
+  EXPECT_GT(merged, 100);  // Merges were admitted, not only refused.
+}
+
 // A valid layout whose leaf extent * stride is not an int64 (a 2^62 stride on
 // a carrier of 2^62 + 2 one-byte values): the Reshape fast path's chain tests
 // are checked products (ubsan), and the mode, which no operand can merge,
@@ -1395,6 +1456,14 @@ TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
   ASSERT_TRUE(after_spill.ok()) << after_spill.status();
   EXPECT_EQ(after_spill->layout().ToString(),
             "(2,2,2,2,2,2,2,(2,2),2):(1,2,4,8,16,32,64,(128,256),512)");
+  // An empty-tuple mode holds a token and no leaf (the review found a
+  // corrupted L_0 here).
+  auto with_empty_mode =
+      Permute(Plain("((2,2,2,2,2,2,2,2,2),()):((1,2,4,8,16,32,64,128,256),())"),
+              {1, 0});
+  ASSERT_TRUE(with_empty_mode.ok()) << with_empty_mode.status();
+  EXPECT_EQ(with_empty_mode->layout().ToString(),
+            "((),(2,2,2,2,2,2,2,2,2)):((),(1,2,4,8,16,32,64,128,256))");
   auto broadcast = BroadcastTo(nested, {3, 2, 2, 2, 2, 2, 2, 2, 8});
   ASSERT_TRUE(broadcast.ok()) << broadcast.status();
   EXPECT_EQ(broadcast->size(), 3 * nested.size());
@@ -1431,6 +1500,7 @@ TEST(ViewFastPathsTest, DraftsOfThreeAndSixLevelsKeepEveryDeeperLevel) {
     ASSERT_TRUE(permuted.ok()) << permuted.status();
     const Representation& view = TensorAccess::representation(*permuted);
     ASSERT_EQ(view.num_levels(), levels);
+    EXPECT_EQ(&view.logical_dtype(), dtype);
     EXPECT_EQ(view.subtensor(0).placement, L("(6,4):(1,6)"));
     EXPECT_EQ(view.adjacent_layouts()[0], L("(6,4):(4,1)"));
     for (int i = 0; i < levels; ++i) {
