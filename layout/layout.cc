@@ -264,7 +264,7 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
     if (n + 1 > token_capacity || n > leaf_capacity) return false;
     // A fixed-size fill is a few vector stores, where a fill of n becomes a
     // call to memset.
-    if (token_capacity >= kGatherTokens) {
+    if (token_capacity >= kGatherTokens && n < kGatherTokens) {
       for (int x = 1; x < kGatherTokens; ++x) tokens[x] = IntTuple::kLeafToken;
     } else {
       for (int x = 1; x <= n; ++x) tokens[x] = IntTuple::kLeafToken;
