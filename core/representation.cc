@@ -398,9 +398,10 @@ struct Representation::DynamicStorage final : Representation {
 // is not recycled.
 template <int N, typename... Args>
 std::shared_ptr<Representation> Representation::AllocateStorage(
-    const Args&... args) {
+    Args&&... args) {
   return std::allocate_shared<Storage<N>>(
-      core_internal::CachedBlockAllocator<Storage<N>>(), args...);
+      core_internal::CachedBlockAllocator<Storage<N>>(),
+      std::forward<Args>(args)...);
 }
 
 std::shared_ptr<Representation> Representation::Allocate(int num_levels) {
@@ -434,9 +435,8 @@ Representation::CreateOneLevel(std::shared_ptr<Carrier> carrier, int64_t offset,
   if (!PlacementFits(*carrier, offset, placement)) {
     return CheckPlacementFits(0, *carrier, offset, placement);
   }
-  return std::shared_ptr<const Representation>(std::allocate_shared<Storage<1>>(
-      core_internal::CachedBlockAllocator<Storage<1>>(), dtype,
-      std::move(carrier), offset, placement));
+  return std::shared_ptr<const Representation>(
+      AllocateStorage<1>(dtype, std::move(carrier), offset, placement));
 }
 
 std::shared_ptr<Representation> Representation::AllocateDraft(

@@ -169,7 +169,7 @@ class Representation {
   // adjacent layouts (any number of levels; at most 4 without a second one).
   static std::shared_ptr<Representation> Allocate(int num_levels);
   template <int N, typename... Args>
-  static std::shared_ptr<Representation> AllocateStorage(const Args&... args);
+  static std::shared_ptr<Representation> AllocateStorage(Args&&... args);
   // A view's draft of `source` in one allocation, built from it in one pass;
   // nullptr beyond 4 levels (then Allocate, and copies).
   static std::shared_ptr<Representation> AllocateDraft(

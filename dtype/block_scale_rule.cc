@@ -61,10 +61,6 @@ class CoalescedMode {
   bool later_nonzero_ = true;
 };
 
-}  // namespace
-
-namespace {
-
 // How many top-level modes of S_0 are blocks of `block` values that L_0 does
 // not broadcast; *blocked is the last of them. The modes are walked in the
 // tokens (no element table: this runs in every view of a block-scaled

@@ -198,22 +198,16 @@ absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
   return SetBounds(&l);
 }
 
-void LayoutAssembler::CopyShapeWithStrides(const Layout& shaped,
-                                           absl::Span<const int64_t> strides,
-                                           Layout* out) {
+absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
+                                          absl::Span<const int64_t> strides,
+                                          Layout* out) {
   Layout& l = *out;
   if (out != &shaped) {
     l.shape_ = shaped.shape_;
     l.stride_.tokens_ = shaped.stride_.tokens_;
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-}
-
-absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
-                                          absl::Span<const int64_t> strides,
-                                          Layout* out) {
-  CopyShapeWithStrides(shaped, strides, out);
-  return SetBounds(out);
+  return SetBounds(&l);
 }
 
 absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,

@@ -234,10 +234,6 @@ class LayoutAssembler {
   static constexpr int kTokens = 16;
   static constexpr int kLeaves = 8;
   void Spill();
-  // `shaped`'s tuples with `strides` for leaves, into `*out` (bounds unset).
-  static void CopyShapeWithStrides(const Layout& shaped,
-                                   absl::Span<const int64_t> strides,
-                                   Layout* out);
   void AppendModeSpilled(const Layout& source,
                          const IntTuple::Elements& elements, int i);
   void AppendIntegerSpilled(int64_t extent, int64_t stride);

@@ -518,14 +518,14 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
 
 // ReshapeByMerging where every mode of L_0 (and so of S_0) is one leaf: no
 // leaf of a single-mode run can coalesce with another, so the runs are
-// checked and written in one pass over the target, from the leaves.
+// checked and written in one pass over the target, from the leaves. It
+// admits exactly what the general pass admits on such layouts.
 bool ReshapeFlatByMerging(const Representation& rep,
                           absl::Span<const int64_t> target,
                           Representation::ViewDraft* draft) {
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
   const IntTuple& shape = l0.shape();
-  if (!IsFlat(shape)) return false;
   const int n = shape.num_leaves();
   const int64_t* in = shape.leaves().data();
   const int64_t* l_strides = l0.stride().leaves().data();
@@ -574,7 +574,10 @@ bool ReshapeFlatByMerging(const Representation& rep,
 bool ReshapeByMerging(const Representation& rep,
                       absl::Span<const int64_t> target,
                       Representation::ViewDraft* draft, absl::Status* status) {
-  if (ReshapeFlatByMerging(rep, target, draft)) return true;
+  // A flat L_0 that the one-pass path refuses, the general pass refuses too.
+  if (IsFlat(rep.subtensor(0).placement.shape())) {
+    return ReshapeFlatByMerging(rep, target, draft);
+  }
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
   const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
