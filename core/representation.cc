@@ -1,6 +1,7 @@
 #include "core/representation.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -110,28 +111,31 @@ class FrozenContext final : public RepresentationValidationContext {
   explicit FrozenContext(const Representation& rep) : rep_(rep) {}
   const DType& logical_dtype() const override { return rep_.logical_dtype(); }
   absl::Span<const SimpleDType* const> storage_dtypes() const override {
-    if (storage_.empty()) {
-      for (const Subtensor& s : rep_.subtensors())
-        storage_.push_back(s.storage_dtype);
+    Sequences& s = sequences();
+    if (s.storage.empty()) {
+      for (const Subtensor& t : rep_.subtensors())
+        s.storage.push_back(t.storage_dtype);
     }
-    return storage_;
+    return s.storage;
   }
   absl::Span<const Layout> placement_layouts() const override {
-    if (placements_.empty()) {
-      for (const Subtensor& s : rep_.subtensors())
-        placements_.push_back(s.placement);
+    Sequences& s = sequences();
+    if (s.placements.empty()) {
+      for (const Subtensor& t : rep_.subtensors())
+        s.placements.push_back(t.placement);
     }
-    return placements_;
+    return s.placements;
   }
   absl::Span<const Layout> adjacent_layouts() const override {
     return rep_.adjacent_layouts();
   }
   absl::Span<const IntTuple> level_shapes() const override {
-    if (shapes_.empty()) {
-      for (const Subtensor& s : rep_.subtensors())
-        shapes_.push_back(s.placement.shape());
+    Sequences& s = sequences();
+    if (s.shapes.empty()) {
+      for (const Subtensor& t : rep_.subtensors())
+        s.shapes.push_back(t.placement.shape());
     }
-    return shapes_;
+    return s.shapes;
   }
   int num_levels() const override { return rep_.num_levels(); }
   const Layout& placement_layout(int i) const override {
@@ -139,10 +143,20 @@ class FrozenContext final : public RepresentationValidationContext {
   }
 
  private:
+  // Behind one optional: a context whose rules read only placement_layout
+  // and adjacent_layouts (every view's) neither builds nor destroys them.
+  struct Sequences {
+    absl::InlinedVector<const SimpleDType*, 4> storage;
+    absl::InlinedVector<Layout, 2> placements;
+    absl::InlinedVector<IntTuple, 2> shapes;
+  };
+  Sequences& sequences() const {
+    if (!sequences_.has_value()) sequences_.emplace();
+    return *sequences_;
+  }
+
   const Representation& rep_;
-  mutable absl::InlinedVector<const SimpleDType*, 4> storage_;
-  mutable absl::InlinedVector<Layout, 2> placements_;
-  mutable absl::InlinedVector<IntTuple, 2> shapes_;
+  mutable std::optional<Sequences> sequences_;
 };
 
 // Step 3 of Create for adjacent level i (S_i between placements source and

@@ -143,15 +143,14 @@ void LayoutAssembler::Spill() {
   spill_stride_->leaves_.assign(strides_, strides_ + num_leaves_);
 }
 
-void LayoutAssembler::AppendModeSpilled(const Layout& source,
-                                        const IntTuple::Elements& elements,
+void LayoutAssembler::AppendModeSpilled(const Layout& source, ModeTable modes,
                                         int i) {
   if (!spilled_) Spill();
-  spill_shape_->AppendElementRange(source.shape_, elements.token[i],
-                                   elements.token[i + 1], elements.leaf[i],
-                                   elements.leaf[i + 1]);
-  spill_stride_->AppendLeafRange(source.stride_, elements.leaf[i],
-                                 elements.leaf[i + 1]);
+  spill_shape_->AppendElementRange(source.shape_, modes.token[i],
+                                   modes.token[i + 1], modes.leaf[i],
+                                   modes.leaf[i + 1]);
+  spill_stride_->AppendLeafRange(source.stride_, modes.leaf[i],
+                                 modes.leaf[i + 1]);
 }
 
 void LayoutAssembler::AppendIntegerSpilled(int64_t extent, int64_t stride) {
@@ -233,7 +232,7 @@ constexpr int kGatherTokens = 16;
 // GatherModes' pass over the specs: tokens, extents and strides (and the
 // twin's strides) in order, into buffers of `token_capacity` and
 // `leaf_capacity` entries; false, with the counts unset, where they do not
-// fit. `elements` is null where every source mode is one leaf. A
+// fit. `modes` is null where every source mode is one leaf. A
 // hierarchical mode (possibly an empty tuple, with no leaf) is copied in one
 // walk of its tokens, a leaf's values as its token passes (a loop of
 // data-dependent length, which the compiler does not widen into vector code
@@ -241,7 +240,7 @@ constexpr int kGatherTokens = 16;
 // stores cost nothing without one.
 template <bool kTwin>
 bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
-                 const IntTuple::Elements* elements,
+                 const LayoutAssembler::ModeTable* modes,
                  const int32_t* source_tokens, const int64_t* source_extents,
                  const int64_t* source_strides,
                  const int64_t* twin_source_strides, int token_capacity,
@@ -253,7 +252,7 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
   tokens[0] = n;
   int t = 1;
   int k = 0;
-  if (elements == nullptr) {
+  if (modes == nullptr) {
     // Every mode is one token and one leaf.
     if (n + 1 > token_capacity || n > leaf_capacity) return false;
     // A fixed-size fill is a few vector stores, where a fill of n becomes a
@@ -276,8 +275,8 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
     *num_leaves = k;
     return true;
   }
-  const int32_t* token_at = elements->token.data();
-  const int32_t* leaf_at = elements->leaf.data();
+  const int32_t* token_at = modes->token;
+  const int32_t* leaf_at = modes->leaf;
   for (const LayoutAssembler::ModeSpec& m : specs) {
     const int64_t i = m.source;
     int source_token = i < 0 ? 0 : token_at[i];
@@ -323,9 +322,9 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
 }  // namespace
 
 absl::Status LayoutAssembler::GatherModes(
-    const Layout& source, const IntTuple::Elements* elements,
-    const Layout* twin, absl::Span<const ModeSpec> specs,
-    std::optional<int64_t> kept_reach_size, Layout* out, Layout* twin_out) {
+    const Layout& source, const ModeTable* modes, const Layout* twin,
+    absl::Span<const ModeSpec> specs, std::optional<int64_t> kept_reach_size,
+    Layout* out, Layout* twin_out) {
   const int32_t* source_tokens = source.shape_.tokens_.data();
   const int64_t* source_extents = source.shape_.leaves_.data();
   const int64_t* source_strides = source.stride_.leaves_.data();
@@ -335,12 +334,12 @@ absl::Status LayoutAssembler::GatherModes(
                     int64_t* extents, int64_t* strides, int64_t* twin_strides,
                     int* num_tokens, int* num_leaves) {
     if (twin != nullptr) {
-      return GatherSpecs<true>(specs, elements, source_tokens, source_extents,
+      return GatherSpecs<true>(specs, modes, source_tokens, source_extents,
                                source_strides, twin_source_strides,
                                token_capacity, leaf_capacity, tokens, extents,
                                strides, twin_strides, num_tokens, num_leaves);
     }
-    return GatherSpecs<false>(specs, elements, source_tokens, source_extents,
+    return GatherSpecs<false>(specs, modes, source_tokens, source_extents,
                               source_strides, nullptr, token_capacity,
                               leaf_capacity, tokens, extents, strides, nullptr,
                               num_tokens, num_leaves);
@@ -369,12 +368,11 @@ absl::Status LayoutAssembler::GatherModes(
     int token_count = 1;
     int leaf_count = 0;
     for (const ModeSpec& m : specs) {
-      const bool integer = m.source < 0 || elements == nullptr;
+      const bool integer = m.source < 0 || modes == nullptr;
       token_count +=
-          integer ? 1
-                  : elements->token[m.source + 1] - elements->token[m.source];
+          integer ? 1 : modes->token[m.source + 1] - modes->token[m.source];
       leaf_count +=
-          integer ? 1 : elements->leaf[m.source + 1] - elements->leaf[m.source];
+          integer ? 1 : modes->leaf[m.source + 1] - modes->leaf[m.source];
     }
     big_tokens.resize(token_count);
     big_leaves.resize(3 * static_cast<size_t>(leaf_count));

@@ -130,18 +130,29 @@ class LayoutAssembler {
   LayoutAssembler(const LayoutAssembler&) = delete;
   LayoutAssembler& operator=(const LayoutAssembler&) = delete;
 
-  // Top-level mode i of `source`, whose TopElements() are `elements`.
-  void AppendMode(const Layout& source, const IntTuple::Elements& elements,
-                  int i) {
-    const int token_begin = elements.token[i];
-    const int token_count = elements.token[i + 1] - token_begin;
-    const int leaf_begin = elements.leaf[i];
-    const int leaf_count = elements.leaf[i + 1] - leaf_begin;
+  // Where the top-level modes of a layout's shape lie: mode i spans tokens
+  // [token[i], token[i + 1]) and leaves [leaf[i], leaf[i + 1]) of it. The
+  // arrays are IntTuple::Elements' (Of) or a caller's own (the views keep
+  // them on the stack), and must outlive the table.
+  struct ModeTable {
+    const int32_t* token;
+    const int32_t* leaf;
+    static ModeTable Of(const IntTuple::Elements& elements) {
+      return {elements.token.data(), elements.leaf.data()};
+    }
+  };
+
+  // Top-level mode i of `source`, whose modes `modes` locates.
+  void AppendMode(const Layout& source, ModeTable modes, int i) {
+    const int token_begin = modes.token[i];
+    const int token_count = modes.token[i + 1] - token_begin;
+    const int leaf_begin = modes.leaf[i];
+    const int leaf_count = modes.leaf[i + 1] - leaf_begin;
     // Once spilled, every later mode goes to the spill too, even one that
     // would fit the buffers.
     if (spilled_ || num_tokens_ + token_count > kTokens ||
         num_leaves_ + leaf_count > kLeaves) {
-      return AppendModeSpilled(source, elements, i);
+      return AppendModeSpilled(source, modes, i);
     }
     ++num_elements_;
     const int32_t* tokens = source.shape_.tokens().data() + token_begin;
@@ -186,7 +197,7 @@ class LayoutAssembler {
     int64_t twin_stride = 0;
   };
   // Writes into `*out` the layout whose top-level modes `specs` name, read from
-  // `source`, whose TopElements() are `*elements` (nullptr where every mode of
+  // `source`, whose modes `*modes` locates (nullptr where every mode of
   // `source` is one leaf: mode i is leaf i); and, where `twin` is given, into
   // `*twin_out` the layout of the same shape whose strides are read from `twin`
   // at the same leaves (S_0 beside L_0: `twin` has `source`'s shape). One pass;
@@ -202,8 +213,7 @@ class LayoutAssembler {
   // gathered leaves and `*kept_reach_size` is their size (the caller checked
   // the product). Without it, bounds are computed with Layout::Create's errors
   // (on error the outputs are 1:0). The outputs must not be `source` or `twin`.
-  static absl::Status GatherModes(const Layout& source,
-                                  const IntTuple::Elements* elements,
+  static absl::Status GatherModes(const Layout& source, const ModeTable* modes,
                                   const Layout* twin,
                                   absl::Span<const ModeSpec> specs,
                                   std::optional<int64_t> kept_reach_size,
@@ -234,8 +244,7 @@ class LayoutAssembler {
   static constexpr int kTokens = 16;
   static constexpr int kLeaves = 8;
   void Spill();
-  void AppendModeSpilled(const Layout& source,
-                         const IntTuple::Elements& elements, int i);
+  void AppendModeSpilled(const Layout& source, ModeTable modes, int i);
   void AppendIntegerSpilled(int64_t extent, int64_t stride);
   // Writes shape and stride into `*out_`.
   void Commit(bool unwrap_single_integer);

@@ -263,7 +263,9 @@ TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
     const bool flat =
         source.shape().is_leaf() ||
         source.shape().tokens().size() == source.shape().leaves().size() + 1;
-    const IntTuple::Elements* table = flat ? nullptr : &elements;
+    const LayoutAssembler::ModeTable modes =
+        LayoutAssembler::ModeTable::Of(elements);
+    const LayoutAssembler::ModeTable* table = flat ? nullptr : &modes;
     nested += !flat;
     spilled += shape.size() > 8 || source.shape().num_leaves() > 8;
     for (const bool kept : {false, true}) {
@@ -315,6 +317,8 @@ TEST(LayoutAssemblerTest, GatherModesOfEmptyTupleModesAndWideModes) {
     const Layout source = L(text);
     const int rank = source.rank();
     const IntTuple::Elements elements = source.shape().TopElements();
+    const LayoutAssembler::ModeTable modes =
+        LayoutAssembler::ModeTable::Of(elements);
     // The modes reversed, with a new mode in front.
     std::vector<LayoutAssembler::ModeSpec> specs = {{-1, 3, 0, 0}};
     std::vector<IntTuple> shape = {3}, stride = {0};
@@ -333,7 +337,7 @@ TEST(LayoutAssemblerTest, GatherModesOfEmptyTupleModesAndWideModes) {
         if (!table && !flat) continue;
         Layout out, twin_out;
         const absl::Status status = LayoutAssembler::GatherModes(
-            source, table ? &elements : nullptr, &source, specs,
+            source, table ? &modes : nullptr, &source, specs,
             kept ? std::optional<int64_t>(expected.size()) : std::nullopt, &out,
             &twin_out);
         ASSERT_TRUE(status.ok()) << status << " " << text;

@@ -56,7 +56,6 @@ absl::Status NotAnAdjacentLayout(const absl::Status& status) {
 // a new integer mode of `extent` with stride 0.
 using ModeSpec = LayoutAssembler::ModeSpec;
 using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
-using Extents = layout_internal::SmallVector<int64_t, 8>;
 
 // Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
 // whose only inner node is its root.
@@ -64,11 +63,14 @@ bool IsFlat(const IntTuple& tuple) {
   return tuple.tokens().size() == tuple.leaves().size() + 1 || tuple.is_leaf();
 }
 
-// Where the top-level modes of a layout's shape lie, and their extents: without
-// an element table when every mode is one leaf (mode i is then leaf i and token
-// i + 1), else read in one walk of the tokens.
+// Where the top-level modes of a layout's shape lie, and their extents:
+// without a table when every mode is one leaf (mode i is then leaf i and
+// token i + 1), else read in one walk of the tokens into arrays on the stack
+// (on the heap beyond kInlineModes modes).
 class ModeIndex {
  public:
+  using ModeTable = LayoutAssembler::ModeTable;
+
   explicit ModeIndex(const IntTuple& shape) : flat_(IsFlat(shape)) {
     if (flat_) {
       size_ = shape.num_leaves();
@@ -82,12 +84,16 @@ class ModeIndex {
     const int64_t* leaves = shape.leaves().data();
     const int n = tokens[0];
     size_ = n;
-    elements_.token.resize_for_overwrite(n + 1);
-    elements_.leaf.resize_for_overwrite(n + 1);
-    nested_extents_.resize_for_overwrite(n);
-    int32_t* token_at = elements_.token.data();
-    int32_t* leaf_at = elements_.leaf.data();
-    int64_t* extent_at = nested_extents_.data();
+    int32_t* token_at = inline_token_;
+    int32_t* leaf_at = inline_leaf_;
+    int64_t* extent_at = inline_extent_;
+    if (n > kInlineModes) {
+      heap_positions_.resize(2 * (static_cast<size_t>(n) + 1));
+      heap_extents_.resize(n);
+      token_at = heap_positions_.data();
+      leaf_at = token_at + n + 1;
+      extent_at = heap_extents_.data();
+    }
     int token = 1;
     int leaf = 0;
     for (int i = 0; i < n; ++i) {
@@ -99,18 +105,26 @@ class ModeIndex {
         ++leaf;
         continue;
       }
-      const int begin = leaf;
-      token = shape.SubtreeEnd(token, &leaf);
-      // Bounded by the product of the positive extents (NOTE [ Layout
-      // bounds ]).
+      // A hierarchical mode: its tokens walked, its leaves multiplied as
+      // they pass (bounded by the product of the positive extents, NOTE
+      // [ Layout bounds ]).
       int64_t e = 1;
-      for (int k = begin; k < leaf; ++k) e *= leaves[k];
+      int pending = 1;  // Nodes of the mode still to visit.
+      while (pending > 0) {
+        const int32_t t = tokens[token++];
+        --pending;
+        if (t == IntTuple::kLeafToken) {
+          e *= leaves[leaf++];
+        } else {
+          pending += t;
+        }
+      }
       extent_at[i] = e;
     }
     token_at[n] = token;
     leaf_at[n] = leaf;
-    extents_ =
-        absl::MakeConstSpan(nested_extents_.data(), nested_extents_.size());
+    table_ = {token_at, leaf_at};
+    extents_ = absl::MakeConstSpan(extent_at, n);
   }
   ModeIndex(const ModeIndex&) = delete;
   ModeIndex& operator=(const ModeIndex&) = delete;
@@ -118,33 +132,37 @@ class ModeIndex {
   int size() const { return size_; }
   // Whether every mode is one leaf (mode i is leaf i).
   bool flat() const { return flat_; }
-  int leaf(int i) const { return flat_ ? i : elements_.leaf[i]; }
-  int token(int i) const { return flat_ ? i + 1 : elements_.token[i]; }
+  int leaf(int i) const { return flat_ ? i : table_.leaf[i]; }
+  int token(int i) const { return flat_ ? i + 1 : table_.token[i]; }
   // The extent of each mode.
   absl::Span<const int64_t> extents() const { return extents_; }
-  // The element table of the shape, or nullptr where every mode is one leaf
+  // The mode table of the shape, or nullptr where every mode is one leaf
   // (LayoutAssembler::GatherModes).
-  const IntTuple::Elements* elements() const {
-    return flat_ ? nullptr : &elements_;
-  }
+  const ModeTable* table() const { return flat_ ? nullptr : &table_; }
   // Mode i of `source` (a layout of the indexed shape, or congruent with it)
   // appended to `assembler`.
   void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
-    if (flat_ || elements_.token[i + 1] - elements_.token[i] == 1) {
+    if (flat_ || table_.token[i + 1] - table_.token[i] == 1) {
       const int k = leaf(i);  // An integer mode: one leaf.
       assembler->AppendInteger(source.shape().leaves()[k],
                                source.stride().leaves()[k]);
     } else {
-      assembler->AppendMode(source, elements_, i);
+      assembler->AppendMode(source, table_, i);
     }
   }
 
  private:
+  static constexpr int kInlineModes = 16;
   bool flat_;
   int size_;
-  IntTuple::Elements elements_;
-  Extents nested_extents_;
-  absl::Span<const int64_t> extents_;  // The shape's leaves, or the above.
+  ModeTable table_ = {nullptr, nullptr};
+  absl::Span<const int64_t> extents_;  // The shape's leaves, or the below.
+  // Uninitialized: the walk writes the first size_ + 1 entries.
+  int32_t inline_token_[kInlineModes + 1];
+  int32_t inline_leaf_[kInlineModes + 1];
+  int64_t inline_extent_[kInlineModes];
+  std::vector<int32_t> heap_positions_;  // token, then leaf, positions.
+  std::vector<int64_t> heap_extents_;
 };
 
 // The size of the layout the specs name, as Layout::Create computes it: the
@@ -218,7 +236,7 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   // S_0 has L_0's shape: the same specs gather its strides.
   const bool levels = rep.num_levels() > 1;
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
-      l0, modes.elements(), levels ? &rep.adjacent_layouts()[0] : nullptr, span,
+      l0, modes.table(), levels ? &rep.adjacent_layouts()[0] : nullptr, span,
       size, &draft.placement(0), levels ? &draft.adjacent(0) : nullptr));
   return PublishKeepingReach(draft);
 }
@@ -519,25 +537,27 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
 // ReshapeByMerging where every mode of L_0 (and so of S_0) is one leaf: no
 // leaf of a single-mode run can coalesce with another, so the runs are
 // checked and written in one pass over the target, from the leaves. It
-// admits exactly what the general pass admits on such layouts.
+// admits exactly what the general pass admits on such layouts. kLevels: S_0
+// is written beside L_0 (a template argument: an assembler held in an
+// optional was zeroed, whole, on every call).
+template <bool kLevels>
 bool ReshapeFlatByMerging(const Representation& rep,
                           absl::Span<const int64_t> target,
                           Representation::ViewDraft* draft) {
-  const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
   const IntTuple& shape = l0.shape();
   const int n = shape.num_leaves();
   const int64_t* in = shape.leaves().data();
   const int64_t* l_strides = l0.stride().leaves().data();
   const int64_t* s_strides =
-      levels ? rep.adjacent_layouts()[0].stride().leaves().data() : nullptr;
+      kLevels ? rep.adjacent_layouts()[0].stride().leaves().data() : nullptr;
   for (int k = 0; k < n; ++k)
     if (in[k] <= 1) return false;
   // Written as the runs are found: the assemblers write their layouts only
   // when finished, so an early false leaves the draft as it was.
   LayoutAssembler l_out(&draft->placement(0));
-  std::optional<LayoutAssembler> s_out;
-  if (levels) s_out.emplace(&draft->adjacent(0));
+  // One-level drafts have no S_0: the second assembler is then never used.
+  LayoutAssembler s_out(kLevels ? &draft->adjacent(0) : nullptr);
   int a = 0;
   for (const int64_t t : target) {
     if (t <= 1 || a == n) return false;
@@ -552,21 +572,21 @@ bool ReshapeFlatByMerging(const Representation& rep,
     // operand (NOTE [ Reshape by merging modes ]).
     for (int m = a; m + 1 < b; ++m) {
       if (!Chains(l_strides[m], in[m + 1], l_strides[m + 1])) return false;
-      if (levels && !Chains(s_strides[m], in[m + 1], s_strides[m + 1]))
+      if (kLevels && !Chains(s_strides[m], in[m + 1], s_strides[m + 1]))
         return false;
     }
     l_out.AppendInteger(t, l_strides[b - 1]);
-    if (levels) s_out->AppendInteger(t, s_strides[b - 1]);
+    if (kLevels) s_out.AppendInteger(t, s_strides[b - 1]);
     a = b;
   }
   if (a != n) return false;
   // Whole modes, and chains merged: the same indices, so the sources' bounds.
   l_out.FinishWithBounds(l0.size(), l0.max_index(), l0.min_index(),
                          /*unwrap_single_integer=*/true);
-  if (levels) {
+  if (kLevels) {
     const Layout& s0 = rep.adjacent_layouts()[0];
-    s_out->FinishWithBounds(l0.size(), s0.max_index(), s0.min_index(),
-                            /*unwrap_single_integer=*/true);
+    s_out.FinishWithBounds(l0.size(), s0.max_index(), s0.min_index(),
+                           /*unwrap_single_integer=*/true);
   }
   return true;
 }
@@ -576,7 +596,9 @@ bool ReshapeByMerging(const Representation& rep,
                       Representation::ViewDraft* draft, absl::Status* status) {
   // A flat L_0 that the one-pass path refuses, the general pass refuses too.
   if (IsFlat(rep.subtensor(0).placement.shape())) {
-    return ReshapeFlatByMerging(rep, target, draft);
+    return rep.num_levels() > 1
+               ? ReshapeFlatByMerging<true>(rep, target, draft)
+               : ReshapeFlatByMerging<false>(rep, target, draft);
   }
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
@@ -647,9 +669,8 @@ bool ReshapeByMerging(const Representation& rep,
     begin = end;
   }
   *status = LayoutAssembler::GatherModes(
-      l0, elements.elements(), s0,
-      absl::MakeConstSpan(specs.data(), specs.size()), l0.size(),
-      &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
+      l0, elements.table(), s0, absl::MakeConstSpan(specs.data(), specs.size()),
+      l0.size(), &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
   return true;
 }
 

@@ -1467,6 +1467,32 @@ TEST(ViewFastPathsTest, ViewsOfManyModesSpillPastTheInlineBuffers) {
   auto broadcast = BroadcastTo(nested, {3, 2, 2, 2, 2, 2, 2, 2, 8});
   ASSERT_TRUE(broadcast.ok()) << broadcast.status();
   EXPECT_EQ(broadcast->size(), 3 * nested.size());
+  // 19 modes, one hierarchical: the mode table of the views lives on the
+  // heap past 16 modes. Reversed, unsqueezed at the end and squeezed back.
+  std::string shape = "((2,2)", stride = "((1,2)";
+  std::vector<int64_t> reverse = {18};
+  for (int i = 1; i < 19; ++i) {
+    absl::StrAppend(&shape, ",1");
+    absl::StrAppend(&stride, ",", i);
+    reverse.push_back(18 - i);
+  }
+  const Tensor many = Plain(shape + "):" + stride + ")");
+  auto reversed = Permute(many, reverse);
+  ASSERT_TRUE(reversed.ok()) << reversed.status();
+  EXPECT_EQ(reversed->layout().mode(18).ToString(), "(2,2):(1,2)");
+  EXPECT_EQ(reversed->layout().mode(0).ToString(), "1:18");
+  auto grown = Unsqueeze(many, 19);
+  ASSERT_TRUE(grown.ok()) << grown.status();
+  EXPECT_EQ(grown->layout().rank(), 20);
+  auto back = Squeeze(*grown, 19);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->layout(), many.layout());
+  std::vector<int64_t> wide(19, 3);
+  wide[0] = 4;
+  auto widened = BroadcastTo(many, wide);
+  ASSERT_TRUE(widened.ok()) << widened.status();
+  EXPECT_EQ(widened->size(), 4 * int64_t{387420489});  // 4 * 3^18
+  EXPECT_EQ(widened->layout().mode(5).ToString(), "3:0");
   auto sliced = Slice(flat, 8, 1, 2, 1);
   ASSERT_TRUE(sliced.ok()) << sliced.status();
   EXPECT_EQ(sliced->offset(), 1296);
