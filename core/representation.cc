@@ -295,17 +295,17 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 //  * in place: a ViewDraft's block is constructed from the source, each
 //    member once, with what the view keeps (the dtypes, the carriers, the
 //    offsets, the deeper placements and adjacent layouts), and the view
-//    writes its new L_0 and S_0 into it (LayoutAssembler::GatherModes and
-//    the assembler, layout/layout.h), with no candidate vectors,
-//    intermediate Layouts or StatusOr copies;
+//    writes its new L_0 and S_0 into it (LayoutAssembler, layout/layout.h),
+//    with no candidate vectors, intermediate Layouts or StatusOr copies;
 //  * validation of what a view can break: the source was validated, and a
 //    draft cannot change a dtype or a carrier, so steps 1 and 2's schema,
 //    carrier, class and dtype checks hold by construction. Everything a view
 //    does change is checked as Create checks it and with its messages: every
 //    placement's bounds against its carrier (O(1) per level from the cached
 //    Layout bounds, NOTE [ Placement bounds ]), every adjacent layout's
-//    domain and range (O(leaves)), and the new layouts themselves, which
-//    LayoutAssembler::Finish validates as Layout::Create does (O(leaves)).
+//    domain and range (O(leaves)), and the new layouts themselves, whose
+//    bounds LayoutAssembler computes as Layout::Create does (O(leaves)) or
+//    derives from the validated source's.
 //    A view that keeps every level's reach cannot break those checks, and
 //    skips them (NOTE [ Views that keep their reach ]);
 //  * the dtype's rules still run, in order, on a context that reads the

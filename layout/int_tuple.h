@@ -138,7 +138,7 @@ class IntTuple {
   friend class LayoutAssembler;
 
  private:
-  // In-place building (IntTupleBuilder, LayoutAssembler): the empty tuple;
+  // In-place building (IntTupleBuilder): the empty tuple;
   // then element tokens [token_begin, token_end) and leaves [leaf_begin,
   // leaf_end) of `source`, or one integer, appended as the next element.
   void ResetToEmptyTuple() {
@@ -158,16 +158,6 @@ class IntTuple {
     ++tokens_[0];
     tokens_.push_back(kLeafToken);
     leaves_.push_back(value);
-  }
-  // Leaves only, for a tuple whose tokens are copied from a congruent one
-  // afterwards (LayoutAssembler's strides).
-  void AppendLeafRange(const IntTuple& source, int leaf_begin, int leaf_end) {
-    leaves_.append(source.leaves_.data() + leaf_begin,
-                   source.leaves_.data() + leaf_end);
-  }
-  void AppendLeaf(int64_t value) { leaves_.push_back(value); }
-  void CopyTokensFrom(const IntTuple& congruent) {
-    tokens_ = congruent.tokens_;
   }
   // A tuple holding one integer becomes that integer.
   void UnwrapSingleInteger() {

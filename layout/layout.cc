@@ -38,7 +38,7 @@ absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
   // leaves' order and nesting: leaves of extent 1 or stride 0 add 0, so
   // adding, removing or reordering them, or widening a stride-0 leaf, keeps
   // the bounds (LayoutAssembler::GatherModes), and replacing one leaf
-  // changes them by that leaf's part (FinishWithBounds, Slice).
+  // changes them by that leaf's part (Slice's GatheredBounds).
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;
@@ -133,57 +133,6 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
-void LayoutAssembler::Spill() {
-  spilled_ = true;
-  spill_shape_.emplace();
-  spill_stride_.emplace();
-  tokens_[0] = num_elements_;
-  spill_shape_->tokens_.assign(tokens_, tokens_ + num_tokens_);
-  spill_shape_->leaves_.assign(extents_, extents_ + num_leaves_);
-  spill_stride_->leaves_.assign(strides_, strides_ + num_leaves_);
-}
-
-void LayoutAssembler::AppendModeSpilled(const Layout& source, ModeTable modes,
-                                        int i) {
-  if (!spilled_) Spill();
-  spill_shape_->AppendElementRange(source.shape_, modes.token[i],
-                                   modes.token[i + 1], modes.leaf[i],
-                                   modes.leaf[i + 1]);
-  spill_stride_->AppendLeafRange(source.stride_, modes.leaf[i],
-                                 modes.leaf[i + 1]);
-}
-
-void LayoutAssembler::AppendIntegerSpilled(int64_t extent, int64_t stride) {
-  if (!spilled_) Spill();
-  spill_shape_->AppendIntegerElement(extent);
-  spill_stride_->AppendLeaf(stride);
-}
-
-void LayoutAssembler::Commit(bool unwrap_single_integer) {
-  Layout& l = *out_;
-  if (spilled_) {
-    l.shape_ = *std::move(spill_shape_);
-    l.stride_.leaves_ = std::move(spill_stride_->leaves_);
-  } else {
-    tokens_[0] = num_elements_;
-    if (unwrap_single_integer && num_tokens_ == 2 &&
-        tokens_[1] == IntTuple::kLeafToken) {
-      tokens_[0] = IntTuple::kLeafToken;
-      num_tokens_ = 1;
-    }
-    l.shape_.tokens_.assign_from_buffer(tokens_, num_tokens_);
-    l.shape_.leaves_.assign_from_buffer(extents_, num_leaves_);
-    l.stride_.leaves_.assign_from_buffer(strides_, num_leaves_);
-  }
-  // Shape and stride were appended element by element from congruent
-  // sources: they are congruent, with the shape's tokens.
-  l.stride_.CopyTokensFrom(l.shape_);
-  if (spilled_ && unwrap_single_integer) {
-    l.shape_.UnwrapSingleInteger();
-    l.stride_.UnwrapSingleInteger();
-  }
-}
-
 absl::Status LayoutAssembler::SetBounds(Layout* l) {
   absl::Status status = Layout::ComputeBounds(l->shape_, l->stride_, &l->size_,
                                               &l->max_index_, &l->min_index_);
@@ -191,10 +140,52 @@ absl::Status LayoutAssembler::SetBounds(Layout* l) {
   return status;
 }
 
-absl::Status LayoutAssembler::Finish(bool unwrap_single_integer) {
-  Commit(unwrap_single_integer);
-  Layout& l = *out_;
-  return SetBounds(&l);
+void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
+                                const int64_t* stride,
+                                const int64_t* twin_stride,
+                                const GatheredBounds& bounds, Layout* out,
+                                Layout* twin_out) {
+  static_assert(kFlatBuffer == kLeaves);
+  // Tokens: the mode count, then one leaf token per mode (a fixed-size fill
+  // below kTokens), or the integer's one leaf token.
+  int32_t tokens[kTokens];
+  const bool fits = n < kTokens && n <= kLeaves;
+  std::vector<int32_t> big_tokens;
+  int32_t* t = tokens;
+  if (!fits) {
+    big_tokens.resize(n + 1);
+    t = big_tokens.data();
+  }
+  if (fits) {
+    for (int x = 1; x < kTokens; ++x) t[x] = IntTuple::kLeafToken;
+  } else {
+    for (int x = 1; x <= n; ++x) t[x] = IntTuple::kLeafToken;
+  }
+  t[0] = n == 1 ? IntTuple::kLeafToken : n;
+  const int num_tokens = n == 1 ? 1 : n + 1;
+  auto write = [&](auto& vector, const auto* buffer, int count) {
+    if (fits) {
+      vector.assign_from_buffer(buffer, count);
+    } else {
+      vector.assign(buffer, buffer + count);
+    }
+  };
+  auto write_layout = [&](const int64_t* strides, Layout* l) {
+    write(l->shape_.tokens_, t, num_tokens);
+    write(l->shape_.leaves_, extent, n);
+    write(l->stride_.tokens_, t, num_tokens);
+    write(l->stride_.leaves_, strides, n);
+  };
+  write_layout(stride, out);
+  out->size_ = bounds.size;
+  out->max_index_ = bounds.max_index;
+  out->min_index_ = bounds.min_index;
+  if (twin_out != nullptr) {
+    write_layout(twin_stride, twin_out);
+    twin_out->size_ = bounds.size;
+    twin_out->max_index_ = bounds.twin_max_index;
+    twin_out->min_index_ = bounds.twin_min_index;
+  }
 }
 
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
@@ -321,10 +312,12 @@ bool GatherSpecs(absl::Span<const LayoutAssembler::ModeSpec> specs,
 
 }  // namespace
 
-absl::Status LayoutAssembler::GatherModes(
-    const Layout& source, const ModeTable* modes, const Layout* twin,
-    absl::Span<const ModeSpec> specs, std::optional<int64_t> kept_reach_size,
-    Layout* out, Layout* twin_out) {
+absl::Status LayoutAssembler::GatherModes(const Layout& source,
+                                          const ModeTable* modes,
+                                          const Layout* twin,
+                                          absl::Span<const ModeSpec> specs,
+                                          const GatheredBounds* bounds,
+                                          Layout* out, Layout* twin_out) {
   const int32_t* source_tokens = source.shape_.tokens_.data();
   const int64_t* source_extents = source.shape_.leaves_.data();
   const int64_t* source_strides = source.stride_.leaves_.data();
@@ -407,7 +400,7 @@ absl::Status LayoutAssembler::GatherModes(
     write(twin_out->stride_.tokens_, tokens, num_tokens);
     write(twin_out->stride_.leaves_, twin_strides, num_leaves);
   }
-  if (!kept_reach_size.has_value()) {
+  if (bounds == nullptr) {
     absl::Status status = SetBounds(out);
     if (status.ok() && twin != nullptr) status = SetBounds(twin_out);
     if (!status.ok()) {
@@ -416,26 +409,15 @@ absl::Status LayoutAssembler::GatherModes(
     }
     return status;
   }
-  const int64_t size = *kept_reach_size;
-  const bool empty = size == 0;
-  out->size_ = size;
-  out->max_index_ = empty ? 0 : source.max_index_;
-  out->min_index_ = empty ? 0 : source.min_index_;
+  out->size_ = bounds->size;
+  out->max_index_ = bounds->max_index;
+  out->min_index_ = bounds->min_index;
   if (twin != nullptr) {
-    twin_out->size_ = size;
-    twin_out->max_index_ = empty ? 0 : twin->max_index_;
-    twin_out->min_index_ = empty ? 0 : twin->min_index_;
+    twin_out->size_ = bounds->size;
+    twin_out->max_index_ = bounds->twin_max_index;
+    twin_out->min_index_ = bounds->twin_min_index;
   }
   return absl::OkStatus();
-}
-
-void LayoutAssembler::FinishWithBounds(int64_t size, int64_t max_index,
-                                       int64_t min_index,
-                                       bool unwrap_single_integer) {
-  Commit(unwrap_single_integer);
-  out_->size_ = size;
-  out_->max_index_ = max_index;
-  out_->min_index_ = min_index;
 }
 
 namespace {

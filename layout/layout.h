@@ -109,26 +109,16 @@ class Layout {
   int64_t min_index_;
 };
 
-// Builds a layout in place, mode by mode, from top-level modes of other
-// layouts and new integer modes, without intermediate IntTuples, Layouts or
-// StatusOrs (the views' path, NOTE [ Views build in place ] in
-// core/representation.cc). Finish validates the result exactly as
-// Layout::Create does, so that `*out` is a valid layout or, on error, 1:0;
-// FinishWithBounds and GatherModes take bounds the caller derived
-// from a layout Create validated (NOTE [ Layout bounds ] in layout.cc), and
-// the property tests in views_test compare them with Create's.
-//
-//   LayoutAssembler a(&out);
-//   a.AppendMode(l, l.shape().TopElements(), 2);  // mode 2 of l
-//   a.AppendInteger(4, 0);                         // a new mode 4:0
-//   STRATA_RETURN_IF_ERROR(a.Finish(/*unwrap_single_integer=*/true));
+// Writes layouts in place from the modes of other layouts and new integer
+// modes, without intermediate IntTuples, Layouts or StatusOrs (the views'
+// path, NOTE [ Views build in place ] in core/representation.cc). Bounds are
+// computed as Layout::Create computes them, with its errors (on error the
+// outputs are 1:0), or taken from the caller, who derived them from layouts
+// Create validated (NOTE [ Layout bounds ] in layout.cc); the property tests
+// in views_test and layout_test compare them with Create's.
 class LayoutAssembler {
  public:
-  // `out` must outlive the assembler and must not be a layout that AppendMode
-  // reads; it is written by the Finish functions only.
-  explicit LayoutAssembler(Layout* out) : out_(out) {}
-  LayoutAssembler(const LayoutAssembler&) = delete;
-  LayoutAssembler& operator=(const LayoutAssembler&) = delete;
+  LayoutAssembler() = delete;
 
   // Where the top-level modes of a layout's shape lie: mode i spans tokens
   // [token[i], token[i + 1]) and leaves [leaf[i], leaf[i + 1]) of it. The
@@ -142,49 +132,6 @@ class LayoutAssembler {
     }
   };
 
-  // Top-level mode i of `source`, whose modes `modes` locates.
-  void AppendMode(const Layout& source, ModeTable modes, int i) {
-    const int token_begin = modes.token[i];
-    const int token_count = modes.token[i + 1] - token_begin;
-    const int leaf_begin = modes.leaf[i];
-    const int leaf_count = modes.leaf[i + 1] - leaf_begin;
-    // Once spilled, every later mode goes to the spill too, even one that
-    // would fit the buffers.
-    if (spilled_ || num_tokens_ + token_count > kTokens ||
-        num_leaves_ + leaf_count > kLeaves) {
-      return AppendModeSpilled(source, modes, i);
-    }
-    ++num_elements_;
-    const int32_t* tokens = source.shape_.tokens().data() + token_begin;
-    for (int t = 0; t < token_count; ++t) tokens_[num_tokens_ + t] = tokens[t];
-    num_tokens_ += token_count;
-    const int64_t* extents = source.shape_.leaves().data() + leaf_begin;
-    const int64_t* strides = source.stride_.leaves().data() + leaf_begin;
-    for (int k = 0; k < leaf_count; ++k) {
-      extents_[num_leaves_ + k] = extents[k];
-      strides_[num_leaves_ + k] = strides[k];
-    }
-    num_leaves_ += leaf_count;
-  }
-  // A new integer mode extent:stride.
-  void AppendInteger(int64_t extent, int64_t stride) {
-    if (spilled_ || num_tokens_ + 1 > kTokens || num_leaves_ + 1 > kLeaves) {
-      return AppendIntegerSpilled(extent, stride);
-    }
-    ++num_elements_;
-    tokens_[num_tokens_++] = IntTuple::kLeafToken;
-    extents_[num_leaves_] = extent;
-    strides_[num_leaves_++] = stride;
-  }
-  // With `unwrap_single_integer`, one integer mode becomes an integer layout.
-  // Errors: those of Layout::Create; on error `*out` is 1:0.
-  absl::Status Finish(bool unwrap_single_integer);
-  // Finish with bounds the caller derived: `size`, `max_index` and
-  // `min_index` must be those Layout::Create computes for the assembled
-  // leaves (a slice of one integer mode changes them by that mode's part).
-  void FinishWithBounds(int64_t size, int64_t max_index, int64_t min_index,
-                        bool unwrap_single_integer);
-
   // One top-level mode of a layout GatherModes writes: top-level mode
   // `source` of the source layout, or (source < 0) a new integer mode
   // (extent):(stride), and (extent):(twin_stride) in the twin. 64-bit fields:
@@ -196,28 +143,54 @@ class LayoutAssembler {
     int64_t stride = 0;
     int64_t twin_stride = 0;
   };
+  // Bounds a caller derived for GatherModes' layouts from their sources' (NOTE
+  // [ Layout bounds ] in layout.cc): `*out`'s size and extreme indices, and
+  // the twin's (the twin has out's shape, so its size).
+  struct GatheredBounds {
+    int64_t size;
+    int64_t max_index, min_index;
+    int64_t twin_max_index = 0, twin_min_index = 0;
+    // For layouts that reach exactly the indices their sources reach and
+    // have `size` values (modes rearranged, modes of extent 1 added or
+    // removed, new modes of stride 0, or runs of modes whose strides chain
+    // merged into one: Permute, Squeeze, Unsqueeze, the broadcasts, Reshape
+    // by merging): a valid layout's bounds hold for every layout of the same
+    // leaves up to extent-1 and stride-0 leaves, and merged chains reach the
+    // same indices; a size of 0 is an empty layout, whose bounds are 0.
+    static GatheredBounds KeepingReach(int64_t size, const Layout& source,
+                                       const Layout* twin) {
+      if (size == 0) return {0, 0, 0, 0, 0};
+      return {size, source.max_index(), source.min_index(),
+              twin != nullptr ? twin->max_index() : 0,
+              twin != nullptr ? twin->min_index() : 0};
+    }
+  };
   // Writes into `*out` the layout whose top-level modes `specs` name, read from
   // `source`, whose modes `*modes` locates (nullptr where every mode of
   // `source` is one leaf: mode i is leaf i); and, where `twin` is given, into
   // `*twin_out` the layout of the same shape whose strides are read from `twin`
   // at the same leaves (S_0 beside L_0: `twin` has `source`'s shape). One pass;
-  // one integer mode stays an integer layout. With `kept_reach_size`, the
-  // layouts reach exactly the indices their sources reach and have that many
-  // values (their modes rearranged, modes of extent 1 added or removed, new
-  // modes of stride 0, or runs of modes whose strides chain merged into one:
-  // Permute, Squeeze, Unsqueeze, the broadcasts, Reshape by merging), so bounds
-  // are copied, not recomputed: a valid layout's bounds hold for every layout
-  // of the same leaves up to extent-1 and stride-0 leaves (NOTE [ Layout bounds
-  // ]), and merged chains reach the same indices; a size of 0 is an empty
-  // layout, whose bounds are 0. Precondition: Layout::Create accepts the
-  // gathered leaves and `*kept_reach_size` is their size (the caller checked
-  // the product). Without it, bounds are computed with Layout::Create's errors
-  // (on error the outputs are 1:0). The outputs must not be `source` or `twin`.
+  // one integer mode stays an integer layout. With `bounds`, the layouts take
+  // them, not recomputed. Precondition: Layout::Create accepts the gathered
+  // leaves (the caller checked the size's product) and computes those bounds.
+  // Without them, bounds are computed with Layout::Create's errors (on error
+  // the outputs are 1:0). The outputs must not be `source` or `twin`.
   static absl::Status GatherModes(const Layout& source, const ModeTable* modes,
                                   const Layout* twin,
                                   absl::Span<const ModeSpec> specs,
-                                  std::optional<int64_t> kept_reach_size,
-                                  Layout* out, Layout* twin_out);
+                                  const GatheredBounds* bounds, Layout* out,
+                                  Layout* twin_out);
+
+  // Writes into `*out` the flat layout of `n` integer modes, extent[k] :
+  // stride[k] (one mode: an integer layout), and where `twin_out` is given,
+  // into it the layout of that shape with `twin_stride`; both take `bounds`
+  // (GatherModes' precondition). Each buffer holds at least kLeaves values
+  // (fixed-size copies); `n` may exceed kLeaves only with buffers of n.
+  static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
+                        const int64_t* twin_stride,
+                        const GatheredBounds& bounds, Layout* out,
+                        Layout* twin_out);
+  static constexpr int kFlatBuffer = 8;
 
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
@@ -238,36 +211,13 @@ class LayoutAssembler {
                                  Layout* out);
 
  private:
-  // The layout is assembled in these buffers (registers and stack, where
-  // appends into `out` itself would reload its sizes after every store) and
-  // written once; beyond them it spills into `spill_`.
+  // GatherModes gathers into local buffers of these sizes (registers and
+  // stack, where stores into the outputs would reload their sizes after every
+  // store), and beyond them into buffers of the counted size.
   static constexpr int kTokens = 16;
   static constexpr int kLeaves = 8;
-  void Spill();
-  void AppendModeSpilled(const Layout& source, ModeTable modes, int i);
-  void AppendIntegerSpilled(int64_t extent, int64_t stride);
-  // Writes shape and stride into `*out_`.
-  void Commit(bool unwrap_single_integer);
   // Layout::Create's bounds and errors for `*l`'s tuples (on error, 1:0).
   static absl::Status SetBounds(Layout* l);
-
-  Layout* out_;
-  // The counts are 16-bit (the buffers hold at most 16 tokens) so that the
-  // compiler keeps them in registers: a store into tokens_ (int32_t) or the
-  // leaf buffers (int64_t) may alias an int or a uint32_t count, which would
-  // be reloaded after every store, but not an int16_t. tokens_[0], the
-  // element count, is written by Spill and Commit.
-  int16_t num_elements_ = 0;
-  int16_t num_tokens_ = 1;
-  int16_t num_leaves_ = 0;
-  bool spilled_ = false;
-  // Uninitialized (zeroing them costs a rep stos): Commit copies whole
-  // buffers, bytes past the counts included, as SmallVector's fixed-size
-  // copies do.
-  int32_t tokens_[kTokens];
-  int64_t extents_[kLeaves];
-  int64_t strides_[kLeaves];
-  std::optional<IntTuple> spill_shape_, spill_stride_;
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one

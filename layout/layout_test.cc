@@ -270,12 +270,14 @@ TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
     spilled += shape.size() > 8 || source.shape().num_leaves() > 8;
     for (const bool kept : {false, true}) {
       for (const bool with_twin : {false, true}) {
+        const auto kept_bounds = LayoutAssembler::GatheredBounds::KeepingReach(
+            expected->size(), source, with_twin ? &twin : nullptr);
         Layout out, twin_out;
         // New modes of extent other than 1 change the size, not the reach.
         const absl::Status status = LayoutAssembler::GatherModes(
             source, table, with_twin ? &twin : nullptr, specs,
-            kept ? std::optional<int64_t>(expected->size()) : std::nullopt,
-            &out, with_twin ? &twin_out : nullptr);
+            kept ? &kept_bounds : nullptr, &out,
+            with_twin ? &twin_out : nullptr);
         ASSERT_TRUE(status.ok()) << status << " " << source.ToString();
         const std::string context = source.ToString() + " kept " +
                                     std::to_string(kept) + " twin " +
@@ -332,14 +334,15 @@ TEST(LayoutAssemblerTest, GatherModesOfEmptyTupleModesAndWideModes) {
     // Flat sources may also be read without the table (mode i is leaf i).
     const bool flat =
         source.shape().tokens().size() == source.shape().leaves().size() + 1;
+    const auto kept_bounds = LayoutAssembler::GatheredBounds::KeepingReach(
+        expected.size(), source, &source);
     for (const bool kept : {false, true}) {
       for (const bool table : {true, false}) {
         if (!table && !flat) continue;
         Layout out, twin_out;
         const absl::Status status = LayoutAssembler::GatherModes(
             source, table ? &modes : nullptr, &source, specs,
-            kept ? std::optional<int64_t>(expected.size()) : std::nullopt, &out,
-            &twin_out);
+            kept ? &kept_bounds : nullptr, &out, &twin_out);
         ASSERT_TRUE(status.ok()) << status << " " << text;
         EXPECT_EQ(out, expected) << text;
         EXPECT_EQ(twin_out, expected) << text;
@@ -357,7 +360,7 @@ TEST(LayoutAssemblerTest, GatherModesReportsAnOverflowingSizeAsCreateDoes) {
       {0, 0}, {-1, int64_t{1} << 62}, {1, 0}};
   Layout out = L("3:1"), twin_out = L("3:1");
   const absl::Status status = LayoutAssembler::GatherModes(
-      source, nullptr, &twin, specs, std::nullopt, &out, &twin_out);
+      source, nullptr, &twin, specs, nullptr, &out, &twin_out);
   EXPECT_TRUE(IsValueError(status)) << status;
   EXPECT_EQ(status.message(),
             Layout::Create(IntTuple::Tuple({4, int64_t{1} << 62, 2}),

@@ -139,17 +139,6 @@ class ModeIndex {
   // The mode table of the shape, or nullptr where every mode is one leaf
   // (LayoutAssembler::GatherModes).
   const ModeTable* table() const { return flat_ ? nullptr : &table_; }
-  // Mode i of `source` (a layout of the indexed shape, or congruent with it)
-  // appended to `assembler`.
-  void Append(const Layout& source, int i, LayoutAssembler* assembler) const {
-    if (flat_ || table_.token[i + 1] - table_.token[i] == 1) {
-      const int k = leaf(i);  // An integer mode: one leaf.
-      assembler->AppendInteger(source.shape().leaves()[k],
-                               source.stride().leaves()[k]);
-    } else {
-      assembler->AppendMode(source, table_, i);
-    }
-  }
 
  private:
   static constexpr int kInlineModes = 16;
@@ -234,10 +223,14 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   const std::optional<int64_t> size =
       broadcasts ? SpecsSize(l0, modes, span) : l0.size();
   // S_0 has L_0's shape: the same specs gather its strides.
-  const bool levels = rep.num_levels() > 1;
+  const Layout* s0 =
+      rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
+  LayoutAssembler::GatheredBounds bounds;
+  if (size.has_value())
+    bounds = LayoutAssembler::GatheredBounds::KeepingReach(*size, l0, s0);
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
-      l0, modes.table(), levels ? &rep.adjacent_layouts()[0] : nullptr, span,
-      size, &draft.placement(0), levels ? &draft.adjacent(0) : nullptr));
+      l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
+      &draft.placement(0), s0 != nullptr ? &draft.adjacent(0) : nullptr));
   return PublishKeepingReach(draft);
 }
 
@@ -536,29 +529,39 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
 
 // ReshapeByMerging where every mode of L_0 (and so of S_0) is one leaf: no
 // leaf of a single-mode run can coalesce with another, so the runs are
-// checked and written in one pass over the target, from the leaves. It
-// admits exactly what the general pass admits on such layouts. kLevels: S_0
-// is written beside L_0 (a template argument: an assembler held in an
-// optional was zeroed, whole, on every call).
-template <bool kLevels>
+// checked and their modes named in one pass over the target, from the
+// leaves. It admits exactly what the general pass admits on such layouts.
 bool ReshapeFlatByMerging(const Representation& rep,
                           absl::Span<const int64_t> target,
-                          Representation::ViewDraft* draft) {
+                          Representation::ViewDraft* draft,
+                          absl::Status* status) {
   const Layout& l0 = rep.subtensor(0).placement;
+  const Layout* s0 =
+      rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
   const IntTuple& shape = l0.shape();
   const int n = shape.num_leaves();
   const int64_t* in = shape.leaves().data();
   const int64_t* l_strides = l0.stride().leaves().data();
   const int64_t* s_strides =
-      kLevels ? rep.adjacent_layouts()[0].stride().leaves().data() : nullptr;
+      s0 != nullptr ? s0->stride().leaves().data() : nullptr;
   for (int k = 0; k < n; ++k)
     if (in[k] <= 1) return false;
-  // Written as the runs are found: the assemblers write their layouts only
-  // when finished, so an early false leaves the draft as it was.
-  LayoutAssembler l_out(&draft->placement(0));
-  // One-level drafts have no S_0: the second assembler is then never used.
-  LayoutAssembler s_out(kLevels ? &draft->adjacent(0) : nullptr);
+  // The new modes' extents and strides, in buffers of at least kFlatBuffer
+  // values (LayoutAssembler::WriteFlat copies them whole).
+  const int m = static_cast<int>(target.size());
+  constexpr int kBuffer = LayoutAssembler::kFlatBuffer;
+  int64_t local[3 * kBuffer];
+  std::vector<int64_t> big;
+  int64_t* extents = local;
+  if (m > kBuffer) {
+    big.resize(3 * static_cast<size_t>(m));
+    extents = big.data();
+  }
+  const int capacity = std::max(m, kBuffer);
+  int64_t* l_out = extents + capacity;
+  int64_t* s_out = l_out + capacity;
   int a = 0;
+  int j = 0;
   for (const int64_t t : target) {
     if (t <= 1 || a == n) return false;
     int b = a;
@@ -570,24 +573,24 @@ bool ReshapeFlatByMerging(const Representation& rep,
     if (product != t) return false;
     // A run of integer modes merges where the strides chain in every
     // operand (NOTE [ Reshape by merging modes ]).
-    for (int m = a; m + 1 < b; ++m) {
-      if (!Chains(l_strides[m], in[m + 1], l_strides[m + 1])) return false;
-      if (kLevels && !Chains(s_strides[m], in[m + 1], s_strides[m + 1]))
+    for (int k = a; k + 1 < b; ++k) {
+      if (!Chains(l_strides[k], in[k + 1], l_strides[k + 1])) return false;
+      if (s0 != nullptr && !Chains(s_strides[k], in[k + 1], s_strides[k + 1]))
         return false;
     }
-    l_out.AppendInteger(t, l_strides[b - 1]);
-    if (kLevels) s_out.AppendInteger(t, s_strides[b - 1]);
+    extents[j] = t;
+    l_out[j] = l_strides[b - 1];
+    if (s0 != nullptr) s_out[j] = s_strides[b - 1];
+    ++j;
     a = b;
   }
   if (a != n) return false;
   // Whole modes, and chains merged: the same indices, so the sources' bounds.
-  l_out.FinishWithBounds(l0.size(), l0.max_index(), l0.min_index(),
-                         /*unwrap_single_integer=*/true);
-  if (kLevels) {
-    const Layout& s0 = rep.adjacent_layouts()[0];
-    s_out.FinishWithBounds(l0.size(), s0.max_index(), s0.min_index(),
-                           /*unwrap_single_integer=*/true);
-  }
+  LayoutAssembler::WriteFlat(
+      m, extents, l_out, s_out,
+      LayoutAssembler::GatheredBounds::KeepingReach(l0.size(), l0, s0),
+      &draft->placement(0), s0 != nullptr ? &draft->adjacent(0) : nullptr);
+  *status = absl::OkStatus();
   return true;
 }
 
@@ -596,9 +599,7 @@ bool ReshapeByMerging(const Representation& rep,
                       Representation::ViewDraft* draft, absl::Status* status) {
   // A flat L_0 that the one-pass path refuses, the general pass refuses too.
   if (IsFlat(rep.subtensor(0).placement.shape())) {
-    return rep.num_levels() > 1
-               ? ReshapeFlatByMerging<true>(rep, target, draft)
-               : ReshapeFlatByMerging<false>(rep, target, draft);
+    return ReshapeFlatByMerging(rep, target, draft, status);
   }
   const bool levels = rep.num_levels() > 1;
   const Layout& l0 = rep.subtensor(0).placement;
@@ -668,9 +669,11 @@ bool ReshapeByMerging(const Representation& rep,
     }
     begin = end;
   }
+  const auto bounds =
+      LayoutAssembler::GatheredBounds::KeepingReach(l0.size(), l0, s0);
   *status = LayoutAssembler::GatherModes(
       l0, elements.table(), s0, absl::MakeConstSpan(specs.data(), specs.size()),
-      l0.size(), &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
+      &bounds, &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
   return true;
 }
 
@@ -838,45 +841,52 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
            rep.adjacent_layouts()[0].stride().leaves()[elements.leaf(dim)],
            &s_stride))) {
     Representation::ViewDraft draft(rep);
+    const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
+    // Every mode kept but dim, which becomes (count):(step * stride).
+    ModeSpecs specs;
+    specs.resize_for_overwrite(elements.size());
+    for (int i = 0; i < elements.size(); ++i) {
+      specs.data()[i] =
+          i == dim ? ModeSpec{-1, count, l_stride, s_stride} : ModeSpec{i, 0};
+    }
     // The new layouts' bounds are the source's with mode dim's part changed:
     // leaf (extent, s) becomes (count, step * s), and (count - 1) * step <=
     // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
     // layout/layout.cc). An empty source has its bounds computed.
-    auto write = [&](const Layout& source, int64_t stride, Layout* out) {
-      LayoutAssembler assembler(out);
-      for (int i = 0; i < elements.size(); ++i) {
-        if (i == dim) {
-          assembler.AppendInteger(count, stride);
-        } else {
-          elements.Append(source, i, &assembler);
-        }
-      }
-      if (source.size() == 0) {
-        return assembler.Finish(/*unwrap_single_integer=*/true);
-      }
-      const int64_t old_stride = source.stride().leaves()[elements.leaf(dim)];
-      const int64_t old_part = (extent - 1) * old_stride;
-      const int64_t new_part = (count - 1) * stride;
-      const bool up = old_stride >= 0;
-      assembler.FinishWithBounds(
-          source.size() / extent * count,
-          source.max_index() + (up ? new_part - old_part : 0),
-          source.min_index() + (up ? 0 : new_part - old_part),
-          /*unwrap_single_integer=*/true);
-      return absl::OkStatus();
+    LayoutAssembler::GatheredBounds bounds;
+    const int leaf = elements.leaf(dim);
+    auto shifted = [&](const Layout& source, int64_t stride, int64_t* max,
+                       int64_t* min) {
+      const int64_t old_stride = source.stride().leaves()[leaf];
+      const int64_t change = (count - 1) * stride - (extent - 1) * old_stride;
+      *max = source.max_index() + (old_stride >= 0 ? change : 0);
+      *min = source.min_index() + (old_stride >= 0 ? 0 : change);
     };
-    STRATA_RETURN_IF_ERROR(write(l0, l_stride, &draft.placement(0)));
+    const bool empty = l0.size() == 0;
+    if (!empty) {
+      bounds.size = l0.size() / extent * count;
+      shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
+      if (levels) {
+        shifted(*s0, s_stride, &bounds.twin_max_index, &bounds.twin_min_index);
+      }
+    }
+    if (absl::Status s = LayoutAssembler::GatherModes(
+            l0, elements.table(), s0,
+            absl::MakeConstSpan(specs.data(), specs.size()),
+            empty ? nullptr : &bounds, &draft.placement(0),
+            levels ? &draft.adjacent(0) : nullptr);
+        !s.ok()) {
+      // Not reached: an empty source's bounds are computed, and every part
+      // of them is at most the validated source's.
+      return s;
+    }
     // start < extent: start * stride is a reachable index, no overflow.
-    const int64_t l_base = start * l0.stride().leaves()[elements.leaf(dim)];
+    const int64_t l_base = start * l0.stride().leaves()[leaf];
     if (!CheckedAdd(draft.offset(0), l_base, &draft.offset(0))) {
       return ValueError("Slice: offset overflows");
     }
     if (levels) {
-      const Layout& s0 = rep.adjacent_layouts()[0];
-      if (absl::Status s = write(s0, s_stride, &draft.adjacent(0)); !s.ok()) {
-        return NotAnAdjacentLayout(s);
-      }
-      const int64_t s_base = start * s0.stride().leaves()[elements.leaf(dim)];
+      const int64_t s_base = start * s0->stride().leaves()[leaf];
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
     }
     return Publish(draft);
