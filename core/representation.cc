@@ -508,49 +508,50 @@ absl::Status CheckLevels(const Representation& rep) {
 
 }  // namespace
 
-absl::Status Representation::ViewDraft::Check() const {
-  STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
-  return RunRules(*rep_);
-}
-
-// NOTE [ Views that keep their reach ]
-// Permute, Squeeze, Unsqueeze, BroadcastTo, BroadcastInDim and Reshape by
-// merging modes rearrange, drop, merge or widen modes without moving an
-// offset (NOTE [ Layout bounds ] in layout/layout.cc): each new L_0 and S_0
-// reaches exactly the indices of the source's, and the deeper levels are the
-// source's. Check()'s level checks are functions of what that keeps: a
-// placement fits from its offset, the carrier's size (fixed for the
-// carrier's life) and the placement's max_index and min_index (an empty one
-// from the offset alone, which the source's bounds already held below the
-// carrier size); an adjacent layout fits from its shape, which the view
-// copied from L_i, its bounds and size(L_(i+1)). The validated source passed
-// them, so the view passes them too, and only the dtype's rules, which read
-// the new layouts, run. Builds without NDEBUG (the tests', the sanitizers'
-// and the fuzzers') check the claim: each layout's copied bounds against
-// Layout::Create's, then the level checks.
-absl::Status Representation::ViewDraft::CheckKeepingReach() const {
 #ifndef NDEBUG
-  // The precondition itself: every layout of the draft has the bounds
-  // Layout::Create computes for its leaves (the view copied them), and then
-  // the level checks pass.
+namespace {
+
+// Debug builds (the tests, the sanitizers, the fuzzers): whether every layout
+// of a view's draft has the bounds Layout::Create computes for its leaves,
+// which the views copy or derive from their source's (NOTE [ Layout bounds ]
+// in layout/layout.cc); an InternalError naming the first that does not.
+absl::Status CheckDerivedBounds(const Representation& rep) {
   auto bounds_hold = [](const Layout& l) {
     const absl::StatusOr<Layout> fresh = Layout::Create(l.shape(), l.stride());
     return fresh.ok() && fresh->size() == l.size() &&
            fresh->cosize() == l.cosize() && fresh->min_index() == l.min_index();
   };
-  const Representation& rep = *rep_;
-  for (int i = 0; i < rep.num_levels_; ++i) {
-    const bool placement = bounds_hold(rep.subtensors_[i].placement);
+  for (int i = 0; i < rep.num_levels(); ++i) {
+    const bool placement = bounds_hold(rep.subtensor(i).placement);
     if (!placement ||
-        (i + 1 < rep.num_levels_ && !bounds_hold(rep.adjacent_[i]))) {
+        (i + 1 < rep.num_levels() && !bounds_hold(rep.adjacent_layouts()[i]))) {
       return absl::InternalError(absl::StrCat(
-          "a view that keeps its reach copied wrong bounds into level ", i,
+          "a view derived wrong bounds for level ", i,
           placement ? "'s adjacent layout " : "'s placement ",
-          (placement ? rep.adjacent_[i] : rep.subtensors_[i].placement)
+          (placement ? rep.adjacent_layouts()[i] : rep.subtensor(i).placement)
               .ToString()));
     }
   }
-  if (absl::Status levels = CheckLevels(rep); !levels.ok()) {
+  return absl::OkStatus();
+}
+
+}  // namespace
+#endif  // NDEBUG
+
+absl::Status Representation::ViewDraft::Check() const {
+#ifndef NDEBUG
+  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep_));
+#endif
+  STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
+  return RunRules(*rep_);
+}
+absl::Status Representation::ViewDraft::CheckKeepingReach() const {
+#ifndef NDEBUG
+  // The precondition itself: every layout of the draft has the bounds
+  // Layout::Create computes for its leaves (the view copied them), and then
+  // the level checks pass.
+  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep_));
+  if (absl::Status levels = CheckLevels(*rep_); !levels.ok()) {
     return absl::InternalError(absl::StrCat(
         "a view that keeps its reach fails a level check: ", levels.message()));
   }

@@ -38,7 +38,7 @@ absl::Status ComputeBoundsWithMessages(const IntTuple& shape,
   // leaves' order and nesting: leaves of extent 1 or stride 0 add 0, so
   // adding, removing or reordering them, or widening a stride-0 leaf, keeps
   // the bounds (LayoutAssembler::GatherModes), and replacing one leaf
-  // changes them by that leaf's part (Slice's GatheredBounds).
+  // changes them by that leaf's part (Slice's DerivedBounds).
   int64_t size = 1;
   int64_t max_index = 0;
   int64_t min_index = 0;
@@ -133,6 +133,14 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
+absl::Status LayoutAssembler::TakeBounds(const DerivedBounds& bounds,
+                                         Layout* l) {
+  l->size_ = bounds.size;
+  l->max_index_ = bounds.max_index;
+  l->min_index_ = bounds.min_index;
+  return absl::OkStatus();
+}
+
 absl::Status LayoutAssembler::SetBounds(Layout* l) {
   absl::Status status = Layout::ComputeBounds(l->shape_, l->stride_, &l->size_,
                                               &l->max_index_, &l->min_index_);
@@ -143,7 +151,7 @@ absl::Status LayoutAssembler::SetBounds(Layout* l) {
 void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
                                 const int64_t* stride,
                                 const int64_t* twin_stride,
-                                const GatheredBounds& bounds, Layout* out,
+                                const DerivedBounds& bounds, Layout* out,
                                 Layout* twin_out) {
   static_assert(kFlatBuffer == kLeaves);
   // Tokens: the mode count, then one leaf token per mode (a fixed-size fill
@@ -190,20 +198,22 @@ void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
 
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
                                           absl::Span<const int64_t> strides,
-                                          Layout* out) {
+                                          Layout* out,
+                                          const DerivedBounds* bounds) {
   Layout& l = *out;
   if (out != &shaped) {
     l.shape_ = shaped.shape_;
     l.stride_.tokens_ = shaped.stride_.tokens_;
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  return SetBounds(&l);
+  return bounds != nullptr ? TakeBounds(*bounds, &l) : SetBounds(&l);
 }
 
 absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
                                          absl::Span<const int64_t> extents,
                                          absl::Span<const int64_t> strides,
-                                         Layout* out) {
+                                         Layout* out,
+                                         const DerivedBounds* bounds) {
   Layout& l = *out;
   if (out != &shaped) {
     l.shape_.tokens_ = shaped.shape_.tokens_;
@@ -211,7 +221,7 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
   }
   l.shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  return SetBounds(&l);
+  return bounds != nullptr ? TakeBounds(*bounds, &l) : SetBounds(&l);
 }
 
 namespace {
@@ -316,7 +326,7 @@ absl::Status LayoutAssembler::GatherModes(const Layout& source,
                                           const ModeTable* modes,
                                           const Layout* twin,
                                           absl::Span<const ModeSpec> specs,
-                                          const GatheredBounds* bounds,
+                                          const DerivedBounds* bounds,
                                           Layout* out, Layout* twin_out) {
   const int32_t* source_tokens = source.shape_.tokens_.data();
   const int64_t* source_extents = source.shape_.leaves_.data();

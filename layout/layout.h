@@ -146,7 +146,7 @@ class LayoutAssembler {
   // Bounds a caller derived for GatherModes' layouts from their sources' (NOTE
   // [ Layout bounds ] in layout.cc): `*out`'s size and extreme indices, and
   // the twin's (the twin has out's shape, so its size).
-  struct GatheredBounds {
+  struct DerivedBounds {
     int64_t size;
     int64_t max_index, min_index;
     int64_t twin_max_index = 0, twin_min_index = 0;
@@ -157,8 +157,8 @@ class LayoutAssembler {
     // by merging): a valid layout's bounds hold for every layout of the same
     // leaves up to extent-1 and stride-0 leaves, and merged chains reach the
     // same indices; a size of 0 is an empty layout, whose bounds are 0.
-    static GatheredBounds KeepingReach(int64_t size, const Layout& source,
-                                       const Layout* twin) {
+    static DerivedBounds KeepingReach(int64_t size, const Layout& source,
+                                      const Layout* twin) {
       if (size == 0) return {0, 0, 0, 0, 0};
       return {size, source.max_index(), source.min_index(),
               twin != nullptr ? twin->max_index() : 0,
@@ -178,7 +178,7 @@ class LayoutAssembler {
   static absl::Status GatherModes(const Layout& source, const ModeTable* modes,
                                   const Layout* twin,
                                   absl::Span<const ModeSpec> specs,
-                                  const GatheredBounds* bounds, Layout* out,
+                                  const DerivedBounds* bounds, Layout* out,
                                   Layout* twin_out);
 
   // Writes into `*out` the flat layout of `n` integer modes, extent[k] :
@@ -187,28 +187,30 @@ class LayoutAssembler {
   // (GatherModes' precondition). Each buffer holds at least kLeaves values
   // (fixed-size copies); `n` may exceed kLeaves only with buffers of n.
   static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
-                        const int64_t* twin_stride,
-                        const GatheredBounds& bounds, Layout* out,
-                        Layout* twin_out);
+                        const int64_t* twin_stride, const DerivedBounds& bounds,
+                        Layout* out, Layout* twin_out);
   static constexpr int kFlatBuffer = 8;
 
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
   // without assembling its shape again. Bounds are computed, with
-  // Layout::Create's errors (on error `*out` is 1:0). `out` may be `shaped`
-  // (its strides are replaced); `strides` must not lie in `*out`.
+  // Layout::Create's errors (on error `*out` is 1:0), or taken from `bounds`
+  // (GatherModes' precondition; the twin's are ignored). `out` may be
+  // `shaped` (its strides are replaced); `strides` must not lie in `*out`.
   static absl::Status WithShapeOf(const Layout& shaped,
                                   absl::Span<const int64_t> strides,
-                                  Layout* out);
+                                  Layout* out,
+                                  const DerivedBounds* bounds = nullptr);
   // Writes into `*out` the layout with the tuple structure of `shaped` and new
   // leaves: `extents` for its shape and `strides` for its stride, one per
   // leaf (a level narrowed to a box of its leaf grid keeps its structure).
-  // Bounds are computed with Layout::Create's errors (on error `*out` is 1:0).
-  // `out` may be `shaped`; the spans must not lie in `*out`.
+  // Bounds are computed with Layout::Create's errors (on error `*out` is 1:0),
+  // or taken from `bounds` as WithShapeOf takes them. `out` may be `shaped`;
+  // the spans must not lie in `*out`.
   static absl::Status WithLeaves(const Layout& shaped,
                                  absl::Span<const int64_t> extents,
-                                 absl::Span<const int64_t> strides,
-                                 Layout* out);
+                                 absl::Span<const int64_t> strides, Layout* out,
+                                 const DerivedBounds* bounds = nullptr);
 
  private:
   // GatherModes gathers into local buffers of these sizes (registers and
@@ -218,6 +220,8 @@ class LayoutAssembler {
   static constexpr int kLeaves = 8;
   // Layout::Create's bounds and errors for `*l`'s tuples (on error, 1:0).
   static absl::Status SetBounds(Layout* l);
+  // `bounds` (not the twin's) as `*l`'s.
+  static absl::Status TakeBounds(const DerivedBounds& bounds, Layout* l);
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one

@@ -270,7 +270,7 @@ TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
     spilled += shape.size() > 8 || source.shape().num_leaves() > 8;
     for (const bool kept : {false, true}) {
       for (const bool with_twin : {false, true}) {
-        const auto kept_bounds = LayoutAssembler::GatheredBounds::KeepingReach(
+        const auto kept_bounds = LayoutAssembler::DerivedBounds::KeepingReach(
             expected->size(), source, with_twin ? &twin : nullptr);
         Layout out, twin_out;
         // New modes of extent other than 1 change the size, not the reach.
@@ -334,7 +334,7 @@ TEST(LayoutAssemblerTest, GatherModesOfEmptyTupleModesAndWideModes) {
     // Flat sources may also be read without the table (mode i is leaf i).
     const bool flat =
         source.shape().tokens().size() == source.shape().leaves().size() + 1;
-    const auto kept_bounds = LayoutAssembler::GatheredBounds::KeepingReach(
+    const auto kept_bounds = LayoutAssembler::DerivedBounds::KeepingReach(
         expected.size(), source, &source);
     for (const bool kept : {false, true}) {
       for (const bool table : {true, false}) {

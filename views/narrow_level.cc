@@ -289,9 +289,14 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     }
   }
 
-  // The box as the level's placement, in the placement's own shape.
+  // The box as the level's placement, in the placement's own shape. Its
+  // bounds are sums of the leaves' parts (NOTE [ Layout bounds ] in
+  // layout/layout.cc), each at most the placement's own part: (n_a - 1) *
+  // g_a <= e_a - 1 for every leaf of the box, so neither they nor the size
+  // overflow.
   layout_internal::SmallVector<int64_t, 8> box_strides;
   box_strides.resize_for_overwrite(leaves);
+  LayoutAssembler::DerivedBounds placement_bounds = {1, 0, 0};
   for (int a = 0; a < leaves; ++a) {
     int64_t shift;
     if (!CheckedMul(start[a], strides[a], &shift) ||
@@ -299,15 +304,26 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
         !CheckedMul(step[a], strides[a], &box_strides[a])) {
       return refuse("its offset overflows");
     }
+    placement_bounds.size *= extent[a];
+    const int64_t part = (extent[a] - 1) * box_strides[a];
+    (part >= 0 ? placement_bounds.max_index : placement_bounds.min_index) +=
+        part;
   }
   STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
       placement, absl::MakeConstSpan(out.extent.data(), out.extent.size()),
       absl::MakeConstSpan(box_strides.data(), box_strides.size()),
-      new_placement));
+      new_placement, &placement_bounds));
+  // The reached indices re-expressed: strides alpha >= 0, the largest index
+  // sum_b reach[b] * weight_b < box_size (checked above), and `reached`'s
+  // size. An empty `reached` has its bounds computed.
+  LayoutAssembler::DerivedBounds adjacent_bounds = {reached.size(), 0, 0};
+  for (int b = 0; b < modes; ++b) {
+    adjacent_bounds.max_index += reach[b] * box[b].weight;
+  }
   // Last: `new_adjacent` may be `reached`.
   return LayoutAssembler::WithShapeOf(
       reached, absl::MakeConstSpan(alpha_values.data(), alpha_values.size()),
-      new_adjacent);
+      new_adjacent, reached.size() > 0 ? &adjacent_bounds : nullptr);
 }
 
 absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,

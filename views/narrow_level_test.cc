@@ -115,8 +115,20 @@ bool SomeBoxAdmits(const Layout& placement, int64_t base, const Layout& reached,
 
 // Checks an admitted narrowing: every reached index is the box's, read
 // through the new adjacent layout.
+// The bounds NarrowLevel derives for its layouts are those Layout::Create
+// computes.
+void ExpectCreatedBounds(const Layout& l) {
+  const absl::StatusOr<Layout> created = Layout::Create(l.shape(), l.stride());
+  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
+  EXPECT_EQ(l.size(), created->size()) << l.ToString();
+  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
+  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
+}
+
 void ExpectExact(const Layout& placement, int64_t base, const Layout& reached,
                  const NarrowedLevel& n) {
+  ExpectCreatedBounds(n.placement);
+  ExpectCreatedBounds(n.adjacent);
   ASSERT_EQ(n.adjacent.shape(), reached.shape());
   for (int64_t i = 0; i < reached.size(); ++i) {
     const int64_t u = n.adjacent(i);
@@ -262,7 +274,16 @@ RandomCase MakeCase(strata::testing::RandomLayouts& gen) {
     }
     // Placement strides do not change which box exists; make them a random
     // compact order so that offsets are checked too.
-    const Layout placement = gen.CompactInRandomOrder(grid);
+    const Layout compact = gen.CompactInRandomOrder(grid);
+    // Negative strides sometimes: the box's bounds then sum into min_index.
+    const Layout placement =
+        gen.Uniform(0, 2) != 0
+            ? compact
+            : *Layout::Create(
+                  compact.shape(),
+                  compact.stride().TransformLeaves([&](size_t, int64_t d) {
+                    return gen.Uniform(0, 1) ? -d : d;
+                  }));
     const IntTuple shape = gen.Shape(3, 5, 2, 48);
     const IntTuple stride = shape.TransformLeaves([&](size_t, int64_t) {
       switch (gen.Uniform(0, 3)) {

@@ -225,9 +225,9 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   // S_0 has L_0's shape: the same specs gather its strides.
   const Layout* s0 =
       rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
-  LayoutAssembler::GatheredBounds bounds;
+  LayoutAssembler::DerivedBounds bounds;
   if (size.has_value())
-    bounds = LayoutAssembler::GatheredBounds::KeepingReach(*size, l0, s0);
+    bounds = LayoutAssembler::DerivedBounds::KeepingReach(*size, l0, s0);
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
       l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
       &draft.placement(0), s0 != nullptr ? &draft.adjacent(0) : nullptr));
@@ -588,7 +588,7 @@ bool ReshapeFlatByMerging(const Representation& rep,
   // Whole modes, and chains merged: the same indices, so the sources' bounds.
   LayoutAssembler::WriteFlat(
       m, extents, l_out, s_out,
-      LayoutAssembler::GatheredBounds::KeepingReach(l0.size(), l0, s0),
+      LayoutAssembler::DerivedBounds::KeepingReach(l0.size(), l0, s0),
       &draft->placement(0), s0 != nullptr ? &draft->adjacent(0) : nullptr);
   *status = absl::OkStatus();
   return true;
@@ -670,7 +670,7 @@ bool ReshapeByMerging(const Representation& rep,
     begin = end;
   }
   const auto bounds =
-      LayoutAssembler::GatheredBounds::KeepingReach(l0.size(), l0, s0);
+      LayoutAssembler::DerivedBounds::KeepingReach(l0.size(), l0, s0);
   *status = LayoutAssembler::GatherModes(
       l0, elements.table(), s0, absl::MakeConstSpan(specs.data(), specs.size()),
       &bounds, &draft->placement(0), levels ? &draft->adjacent(0) : nullptr);
@@ -853,7 +853,7 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
     // leaf (extent, s) becomes (count, step * s), and (count - 1) * step <=
     // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
     // layout/layout.cc). An empty source has its bounds computed.
-    LayoutAssembler::GatheredBounds bounds;
+    LayoutAssembler::DerivedBounds bounds;
     const int leaf = elements.leaf(dim);
     auto shifted = [&](const Layout& source, int64_t stride, int64_t* max,
                        int64_t* min) {
