@@ -11,7 +11,6 @@
 #include "core/errors.h"
 #include "core/status_macros.h"
 #include "layout/checked_math.h"
-#include "layout/small_vector.h"
 
 namespace strata {
 namespace views_internal {
@@ -64,17 +63,40 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     return refuse(absl::StrCat("index ", base, " is outside the level's ", size,
                                " coordinates"));
   }
-  // The leaves of `reached` that move, and the last index they reach.
-  struct Move {
-    size_t leaf;
-    int64_t last;  // n_k - 1
-    int64_t stride;
-  };
   const auto r_extents = reached.shape().leaves();
   const auto r_strides = reached.stride().leaves();
-  layout_internal::SmallVector<Move, 8> moves;
+  const int r_leaves = static_cast<int>(r_extents.size());
+  // Scratch space, carved from one buffer on the stack (or, for large
+  // layouts, the heap): the loops below read and write it through raw
+  // pointers, which no store into a vector's size can alias. Every entry is
+  // written before it is read: no zeroing.
+  const int64_t scratch_size = int64_t{4} * r_leaves + int64_t{10} * leaves +
+                               1 + int64_t{r_leaves + 1} * leaves;
+  constexpr int kInlineScratch = 256;
+  int64_t inline_scratch[kInlineScratch];
+  std::unique_ptr<int64_t[]> heap_scratch;
+  int64_t* next = inline_scratch;
+  if (scratch_size > kInlineScratch) {
+    heap_scratch.reset(new int64_t[scratch_size]);
+    next = heap_scratch.get();
+  }
+  auto carve = [&next](int64_t n) {
+    int64_t* begin = next;
+    next += n;
+    return begin;
+  };
+  // The leaves of `reached` that move: leaf, last coordinate n_k - 1, and
+  // stride, one entry per move.
+  int64_t* const move_leaf = carve(r_leaves);
+  int64_t* const move_last = carve(r_leaves);
+  int64_t* const move_stride = carve(r_leaves);
+  // The re-expressed strides, one per leaf of `reached`, summed into below
+  // (zeroed here: a loop of its own became a call to memset).
+  int64_t* const alpha = carve(r_leaves);
+  int num_moves = 0;
   int64_t last_index = base;
-  for (size_t k = 0; k < r_extents.size(); ++k) {
+  for (int k = 0; k < r_leaves; ++k) {
+    alpha[k] = 0;
     if (r_extents[k] <= 1 || r_strides[k] == 0) continue;
     if (r_strides[k] < 0) {
       return refuse(absl::StrCat(
@@ -86,40 +108,37 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
         !CheckedAdd(last_index, reach, &last_index)) {
       last_index = size;
     }
-    moves.push_back({k, r_extents[k] - 1, r_strides[k]});
+    move_leaf[num_moves] = k;
+    move_last[num_moves] = r_extents[k] - 1;
+    move_stride[num_moves] = r_strides[k];
+    ++num_moves;
   }
   if (last_index >= size) {
     return refuse(
         absl::StrCat("it reaches past the level's last index ", size - 1));
   }
   // Colexicographic weights of the leaves; bounded by size.
-  // (The loops below read vectors through their data(): operator[] tests
-  // where the values live on every access.)
-  layout_internal::SmallVector<int64_t, 9> weight_values;
-  weight_values.resize_for_overwrite(leaves + 1);
-  int64_t* const weight = weight_values.data();
+  int64_t* const weight = carve(leaves + 1);
   weight[0] = 1;
   for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
 
   // Every digit the search reads, decomposed once (one division per leaf and
   // value, where reading each digit afresh divides three times): row 0 holds
-  // base's digits, row 1 + j those of moves[j].stride.
-  const int values = static_cast<int>(moves.size()) + 1;
-  // Every entry is written below: no zeroing.
-  constexpr int kInlineDigits = 64;
-  int64_t inline_digits[kInlineDigits];
-  std::unique_ptr<int64_t[]> heap_digits;
-  int64_t* digits = inline_digits;
-  if (values * leaves > kInlineDigits) {
-    heap_digits.reset(new int64_t[values * leaves]);
-    digits = heap_digits.get();
-  }
-  const Move* const move = moves.data();
+  // base's digits, row 1 + j those of move_stride[j].
+  const int values = num_moves + 1;
+  int64_t* const digits = carve(int64_t{values} * leaves);
   for (int v = 0; v < values; ++v) {
-    int64_t rest = v == 0 ? base : move[v - 1].stride;
+    int64_t rest = v == 0 ? base : move_stride[v - 1];
+    int64_t* row = digits + v * leaves;
     for (int a = 0; a < leaves; ++a) {
+      // Most strides are one digit: the rest of the row is 0 once rest is
+      // (a store, where a loop of its own became a call to memset).
+      if (rest == 0) {
+        row[a] = 0;
+        continue;
+      }
       // Extents of 0 leave the level empty, excluded by base < size.
-      digits[v * leaves + a] = Remainder(rest, extents[a]);
+      row[a] = Remainder(rest, extents[a]);
       rest = Quotient(rest, extents[a]);
     }
   }
@@ -135,17 +154,20 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   // Where no leaf overflows on its own (slices, and boxes of whole leaves),
   // every run is one leaf: its largest digit and step come from one pass
   // over the moves, with no runs to merge.
-  layout_internal::SmallVector<int64_t, 8> top_values, common_values;
-  top_values.assign(digits, digits + leaves);
-  common_values.assign(leaves, 0);
-  int64_t* const top = top_values.data();
-  int64_t* const common = common_values.data();
+  int64_t* const top = carve(leaves);
+  int64_t* const common = carve(leaves);
+  for (int a = 0; a < leaves; ++a) {
+    top[a] = digits[a];
+    common[a] = 0;
+  }
   bool overflows = false;
   for (int j = 1; j < values; ++j) {
     const int64_t* d = digits + j * leaves;
+    const int64_t last = move_last[j - 1];
     for (int a = 0; a < leaves; ++a) {
+      if (d[a] == 0) continue;  // Most digits: no term, and gcd(g, 0) = g.
       int64_t term;
-      overflows |= __builtin_mul_overflow(move[j - 1].last, d[a], &term);
+      overflows |= __builtin_mul_overflow(last, d[a], &term);
       overflows |= __builtin_add_overflow(top[a], term, &top[a]);
       common[a] = Gcd(common[a], d[a]);
     }
@@ -182,7 +204,7 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
       int64_t sum = digit(0, r);
       for (int j = 0; j < values - 1; ++j) {
         int64_t term;
-        if (!CheckedMul(move[j].last, digit(j + 1, r), &term) ||
+        if (!CheckedMul(move_last[j], digit(j + 1, r), &term) ||
             !CheckedAdd(sum, term, &sum) || sum >= run_extent) {
           return int64_t{-1};
         }
@@ -243,12 +265,11 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
 
   // The box as a layout of level indices, coalesced where its leaves read
   // like one; every reached index has unique digits in it.
-  struct BoxMode {
-    int64_t extent, stride, weight;
-  };
-  layout_internal::SmallVector<BoxMode, 8> box_modes;
-  box_modes.resize_for_overwrite(leaves);
-  BoxMode* const box = box_modes.data();
+  // Mode b of the box: box_extent[b] : box_stride[b], box_weight[b] its
+  // colexicographic weight in the box.
+  int64_t* const box_extent = carve(leaves);
+  int64_t* const box_stride = carve(leaves);
+  int64_t* const box_weight = carve(leaves);
   int modes = 0;
   int64_t box_size = 1;
   for (int a = 0; a < leaves; ++a) {
@@ -256,32 +277,34 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     const int64_t stride = step[a] * weight[a];  // Below size.
     int64_t seam;  // Where the previous leaf of the box ends.
     if (modes > 0 &&
-        CheckedMul(box[modes - 1].extent, box[modes - 1].stride, &seam) &&
+        CheckedMul(box_extent[modes - 1], box_stride[modes - 1], &seam) &&
         seam == stride) {
-      box[modes - 1].extent *= extent[a];
+      box_extent[modes - 1] *= extent[a];
     } else {
-      box[modes++] = {extent[a], stride, 0};
+      box_extent[modes] = extent[a];
+      box_stride[modes] = stride;
+      ++modes;
     }
   }
+  // How far the reached indices go along each mode of the box.
+  int64_t* const reach = carve(leaves);
   for (int b = 0; b < modes; ++b) {
-    box[b].weight = box_size;
-    box_size *= box[b].extent;  // At most size.
+    box_weight[b] = box_size;
+    box_size *= box_extent[b];  // At most size.
+    reach[b] = 0;
   }
-  layout_internal::SmallVector<int64_t, 8> alpha_values, reach_values;
-  alpha_values.assign(r_extents.size(), 0);
-  reach_values.assign(modes, 0);
-  int64_t* const alpha = alpha_values.data();
-  int64_t* const reach = reach_values.data();
-  for (int j = 0; j + 1 < values; ++j) {
-    const Move& m = move[j];
-    int64_t rest = m.stride;
+
+  for (int j = 0; j < num_moves; ++j) {
+    const int64_t leaf = move_leaf[j];
+    const int64_t last = move_last[j];
+    int64_t rest = move_stride[j];
     for (int b = modes; b-- > 0;) {
-      const int64_t q = Quotient(rest, box[b].stride);
-      if (q >= box[b].extent) break;
-      rest -= q * box[b].stride;
-      alpha[m.leaf] += q * box[b].weight;
-      reach[b] += m.last * q;  // At most the box's extent: checked below.
-      if (reach[b] >= box[b].extent) rest = -1;
+      const int64_t q = Quotient(rest, box_stride[b]);
+      if (q >= box_extent[b]) break;
+      rest -= q * box_stride[b];
+      alpha[leaf] += q * box_weight[b];
+      reach[b] += last * q;  // At most the box's extent: checked below.
+      if (reach[b] >= box_extent[b]) rest = -1;
       if (rest <= 0) break;
     }
     if (rest != 0) {  // Phase one built the box so that this never happens.
@@ -294,8 +317,7 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   // layout/layout.cc), each at most the placement's own part: (n_a - 1) *
   // g_a <= e_a - 1 for every leaf of the box, so neither they nor the size
   // overflow.
-  layout_internal::SmallVector<int64_t, 8> box_strides;
-  box_strides.resize_for_overwrite(leaves);
+  int64_t* const box_strides = carve(leaves);
   LayoutAssembler::DerivedBounds placement_bounds = {1, 0, 0};
   for (int a = 0; a < leaves; ++a) {
     int64_t shift;
@@ -311,19 +333,19 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   }
   STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
       placement, absl::MakeConstSpan(out.extent.data(), out.extent.size()),
-      absl::MakeConstSpan(box_strides.data(), box_strides.size()),
-      new_placement, &placement_bounds));
+      absl::MakeConstSpan(box_strides, leaves), new_placement,
+      &placement_bounds));
   // The reached indices re-expressed: strides alpha >= 0, the largest index
   // sum_b reach[b] * weight_b < box_size (checked above), and `reached`'s
   // size. An empty `reached` has its bounds computed.
   LayoutAssembler::DerivedBounds adjacent_bounds = {reached.size(), 0, 0};
   for (int b = 0; b < modes; ++b) {
-    adjacent_bounds.max_index += reach[b] * box[b].weight;
+    adjacent_bounds.max_index += reach[b] * box_weight[b];
   }
   // Last: `new_adjacent` may be `reached`.
   return LayoutAssembler::WithShapeOf(
-      reached, absl::MakeConstSpan(alpha_values.data(), alpha_values.size()),
-      new_adjacent, reached.size() > 0 ? &adjacent_bounds : nullptr);
+      reached, absl::MakeConstSpan(alpha, r_leaves), new_adjacent,
+      reached.size() > 0 ? &adjacent_bounds : nullptr);
 }
 
 absl::StatusOr<NarrowedLevel> NarrowLevel(const Layout& placement, int64_t base,
