@@ -109,30 +109,6 @@ IntTuple IntTupleBuilder::Build(bool unwrap_single_integer) && {
   return std::move(tuple_);
 }
 
-IntTuple IntTupleBuilder::RefineLeaves(const IntTuple& tuple,
-                                       absl::Span<const int> counts,
-                                       absl::Span<const int64_t> values) {
-  IntTuple out;
-  out.tokens_.clear();
-  out.leaves_.clear();
-  int leaf = 0;
-  size_t value = 0;
-  for (const int32_t token : tuple.tokens_) {
-    if (token != IntTuple::kLeafToken) {
-      out.tokens_.push_back(token);
-      continue;
-    }
-    // A leaf is still one child of its parent, whatever replaces it.
-    const int count = counts[leaf++];
-    if (count > 1) out.tokens_.push_back(count);
-    for (int j = 0; j < count; ++j) {
-      out.tokens_.push_back(IntTuple::kLeafToken);
-      out.leaves_.push_back(values[value++]);
-    }
-  }
-  return out;
-}
-
 bool IntTuple::WeaklyCongruentTo(const IntTuple& other) const {
   // Walk both preorders together; a leaf here matches a whole subtree there.
   int i = 0;

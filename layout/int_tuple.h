@@ -183,14 +183,6 @@ class IntTupleBuilder {
   // returned as that integer.
   IntTuple Build(bool unwrap_single_integer) &&;
 
-  // `tuple` with leaf k replaced by the next counts[k] values of `values`
-  // (in order): by that integer where counts[k] == 1, else by the flat tuple
-  // of them. Preconditions: counts has one entry >= 1 per leaf, and values
-  // holds their sum.
-  static IntTuple RefineLeaves(const IntTuple& tuple,
-                               absl::Span<const int> counts,
-                               absl::Span<const int64_t> values);
-
  private:
   IntTuple tuple_;
 };

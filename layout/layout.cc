@@ -133,12 +133,10 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
-absl::Status LayoutAssembler::TakeBounds(const DerivedBounds& bounds,
-                                         Layout* l) {
+void LayoutAssembler::TakeBounds(const DerivedBounds& bounds, Layout* l) {
   l->size_ = bounds.size;
   l->max_index_ = bounds.max_index;
   l->min_index_ = bounds.min_index;
-  return absl::OkStatus();
 }
 
 absl::Status LayoutAssembler::SetBounds(Layout* l) {
@@ -196,6 +194,47 @@ void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
   }
 }
 
+void LayoutAssembler::WithRefinedLeaves(
+    const Layout& shaped, absl::Span<const int> counts,
+    absl::Span<const int64_t> extents, absl::Span<const int64_t> strides,
+    absl::Span<const int64_t> twin_strides, bool keep_one_mode,
+    const DerivedBounds& bounds, Layout* out, Layout* twin_out) {
+  const IntTuple& shape = shaped.shape_;
+  const bool wrap = keep_one_mode && shape.is_leaf() && counts[0] > 1;
+  // Each leaf becomes a tuple node and its pieces' leaf tokens: at most twice
+  // as many tokens as pieces, plus the shape's inner nodes and the wrap.
+  const size_t capacity =
+      shape.tokens_.size() + 2 * extents.size() + (wrap ? 1 : 0);
+  layout_internal::SmallVector<int32_t, 16> tokens;
+  tokens.resize_for_overwrite(capacity);
+  int32_t* t = tokens.data();
+  int n = 0;
+  if (wrap) t[n++] = 1;
+  int leaf = 0;
+  for (const int32_t token : shape.tokens_) {
+    if (token != IntTuple::kLeafToken) {
+      t[n++] = token;
+      continue;
+    }
+    // A leaf is still one child of its parent, whatever replaces it.
+    const int count = counts[leaf++];
+    if (count > 1) t[n++] = count;
+    for (int j = 0; j < count; ++j) t[n++] = IntTuple::kLeafToken;
+  }
+  auto write = [&](const int64_t* piece_strides, Layout* l) {
+    l->shape_.tokens_.assign(t, t + n);
+    l->stride_.tokens_.assign(t, t + n);
+    l->shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
+    l->stride_.leaves_.assign(piece_strides, piece_strides + extents.size());
+  };
+  write(strides.data(), out);
+  TakeBounds(bounds, out);
+  write(twin_strides.data(), twin_out);
+  twin_out->size_ = bounds.size;
+  twin_out->max_index_ = bounds.twin_max_index;
+  twin_out->min_index_ = bounds.twin_min_index;
+}
+
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
                                           absl::Span<const int64_t> strides,
                                           Layout* out,
@@ -206,7 +245,9 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
     l.stride_.tokens_ = shaped.stride_.tokens_;
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  return bounds != nullptr ? TakeBounds(*bounds, &l) : SetBounds(&l);
+  if (bounds == nullptr) return SetBounds(&l);
+  TakeBounds(*bounds, &l);
+  return absl::OkStatus();
 }
 
 absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
@@ -221,7 +262,9 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
   }
   l.shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
-  return bounds != nullptr ? TakeBounds(*bounds, &l) : SetBounds(&l);
+  if (bounds == nullptr) return SetBounds(&l);
+  TakeBounds(*bounds, &l);
+  return absl::OkStatus();
 }
 
 namespace {

@@ -191,6 +191,22 @@ class LayoutAssembler {
                         Layout* out, Layout* twin_out);
   static constexpr int kFlatBuffer = 8;
 
+  // Writes into `*out` the layout of `shaped`'s shape with leaf k replaced by
+  // the next counts[k] pieces (by that integer where counts[k] == 1, else by
+  // the flat tuple of them), piece p being extents[p] : strides[p], and into
+  // `*twin_out` the layout of that shape with `twin_strides`; with
+  // `keep_one_mode`, an integer `shaped` refined into a tuple stays one mode
+  // (its tuple wrapped once more). Both take `bounds` (GatherModes'
+  // precondition). Preconditions: counts has one entry >= 1 per leaf of
+  // `shaped`, and the spans of pieces hold their sum.
+  static void WithRefinedLeaves(const Layout& shaped,
+                                absl::Span<const int> counts,
+                                absl::Span<const int64_t> extents,
+                                absl::Span<const int64_t> strides,
+                                absl::Span<const int64_t> twin_strides,
+                                bool keep_one_mode, const DerivedBounds& bounds,
+                                Layout* out, Layout* twin_out);
+
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built
   // without assembling its shape again. Bounds are computed, with
@@ -221,7 +237,7 @@ class LayoutAssembler {
   // Layout::Create's bounds and errors for `*l`'s tuples (on error, 1:0).
   static absl::Status SetBounds(Layout* l);
   // `bounds` (not the twin's) as `*l`'s.
-  static absl::Status TakeBounds(const DerivedBounds& bounds, Layout* l);
+  static void TakeBounds(const DerivedBounds& bounds, Layout* l);
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one

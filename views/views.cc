@@ -928,10 +928,11 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   const Layout& l0 = level0.placement;
   const Layout& s0 = rep.adjacent_layouts()[0];
   const int64_t delta = offset - level0.offset;
-  const auto e = l0.shape().leaves();
-  const auto s = l0.stride().leaves();
-  const auto t = s0.stride().leaves();
-  const int m = static_cast<int>(e.size());
+  // Raw pointers: a span's operator[] checks its bound on every access.
+  const int64_t* e = l0.shape().leaves().data();
+  const int64_t* s = l0.stride().leaves().data();
+  const int64_t* t = s0.stride().leaves().data();
+  const int m = l0.shape().num_leaves();
   if (delta < 0 || m > kMaxLeaves) return false;
   // The leaves that move, by decreasing stride.
   int order[kMaxLeaves];
@@ -957,11 +958,17 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   }
   if (rest != 0) return false;
   // The new leaves, each as its pieces: (extent, L_0 stride, S_0 stride).
-  const auto n = layout.shape().leaves();
-  const auto d = layout.stride().leaves();
+  // Each piece that moves lies on its own leaf of L_0 (`used`), so there are
+  // at most m of them, and one more per new leaf that does not move.
+  const int64_t* n = layout.shape().leaves().data();
+  const int64_t* d = layout.stride().leaves().data();
+  const int new_leaves = layout.shape().num_leaves();
+  if (new_leaves > kMaxLeaves) return false;
   bool used[kMaxLeaves] = {};
-  layout_internal::SmallVector<int, 8> counts;
-  layout_internal::SmallVector<int64_t, 8> extents, l_strides, s_strides;
+  int counts[kMaxLeaves];
+  constexpr int kMaxPieces = 2 * kMaxLeaves;
+  int64_t extents[kMaxPieces], l_strides[kMaxPieces], s_strides[kMaxPieces];
+  int num_pieces = 0;
   bool refined = false;
   auto find = [&](int64_t stride) {
     for (int j = 0; j < m; ++j) {
@@ -969,14 +976,15 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
     }
     return -1;
   };
-  for (size_t k = 0; k < n.size(); ++k) {
+  for (int k = 0; k < new_leaves; ++k) {
     if (n[k] == 1 || d[k] == 0) {
       // One coordinate, or the same one n times: stride 0 in both (an
       // extent-1 leaf's stride is 0, as composition writes it).
-      counts.push_back(1);
-      extents.push_back(n[k]);
-      l_strides.push_back(0);
-      s_strides.push_back(0);
+      counts[k] = 1;
+      extents[num_pieces] = n[k];
+      l_strides[num_pieces] = 0;
+      s_strides[num_pieces] = 0;
+      ++num_pieces;
       continue;
     }
     int j = d[k] > 0 ? find(d[k]) : -1;
@@ -993,16 +1001,18 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
       const bool neighbour = previous >= 0 && next_leaf == j;
       previous = j;
       int64_t l_seam, s_seam;
-      if (neighbour && CheckedMul(extents.back(), l_strides.back(), &l_seam) &&
+      const int last = num_pieces - 1;
+      if (neighbour && CheckedMul(extents[last], l_strides[last], &l_seam) &&
           l_seam == l_stride &&
-          CheckedMul(extents.back(), s_strides.back(), &s_seam) &&
+          CheckedMul(extents[last], s_strides[last], &s_seam) &&
           s_seam == s_stride) {
-        extents.back() *= extent;  // At most n[k].
+        extents[last] *= extent;  // At most n[k].
         return;
       }
-      extents.push_back(extent);
-      l_strides.push_back(l_stride);
-      s_strides.push_back(s_stride);
+      extents[num_pieces] = extent;
+      l_strides[num_pieces] = l_stride;
+      s_strides[num_pieces] = s_stride;
+      ++num_pieces;
       ++pieces;
     };
     while (true) {
@@ -1019,7 +1029,7 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
       j = find(next);
       if (j < 0) return false;
     }
-    counts.push_back(pieces);
+    counts[k] = pieces;
     refined |= pieces > 1;
   }
   // S_0 at the offset's coordinate: a value S_0 reaches, so no overflow.
@@ -1027,40 +1037,38 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   for (int j = 0; j < m; ++j) base += digit[j] * t[j];
   *level1_base = base;
   draft->offset(0) = offset;
+  // The new L_0 reaches what `layout` reaches (a leaf split into pieces
+  // whose strides chain is the same function), so it has its bounds. S_0's
+  // are the sums of its pieces' parts (NOTE [ Layout bounds ] in
+  // layout/layout.cc), each at most S_0's part on the leaf of L_0 the piece
+  // lies on, a different leaf for every piece that moves: no overflow.
+  LayoutAssembler::DerivedBounds bounds = {layout.size(), layout.max_index(),
+                                           layout.min_index()};
+  for (int p = 0; p < num_pieces; ++p) {
+    const int64_t part = (extents[p] - 1) * s_strides[p];
+    (part >= 0 ? bounds.twin_max_index : bounds.twin_min_index) += part;
+  }
   // The new L_0, its shape refined where pieces split a leaf; S_0 takes that
   // shape with its own strides.
-  const auto l_span = absl::MakeConstSpan(l_strides.data(), l_strides.size());
-  Layout& placement = draft->placement(0);
-  absl::Status placed;
   if (!refined) {
-    placed = LayoutAssembler::WithShapeOf(layout, l_span, &placement);
+    *status = LayoutAssembler::WithShapeOf(
+        layout, absl::MakeConstSpan(l_strides, num_pieces),
+        &draft->placement(0), &bounds);
+    if (status->ok()) {
+      LayoutAssembler::DerivedBounds s_bounds = {
+          bounds.size, bounds.twin_max_index, bounds.twin_min_index};
+      *status = LayoutAssembler::WithShapeOf(
+          draft->placement(0), absl::MakeConstSpan(s_strides, num_pieces),
+          &draft->adjacent(0), &s_bounds);
+    }
   } else {
-    const auto count_span = absl::MakeConstSpan(counts.data(), counts.size());
-    IntTuple shape = IntTupleBuilder::RefineLeaves(
-        layout.shape(), count_span,
-        absl::MakeConstSpan(extents.data(), extents.size()));
-    IntTuple stride =
-        IntTupleBuilder::RefineLeaves(layout.stride(), count_span, l_span);
-    if (layout.shape().is_leaf()) {
-      // A one-mode layout keeps one mode, as composition's results do.
-      shape = IntTuple::Tuple({shape});
-      stride = IntTuple::Tuple({stride});
-    }
-    auto created = Layout::Create(std::move(shape), std::move(stride));
-    if (created.ok()) {
-      placement = *std::move(created);
-    } else {
-      placed = created.status();
-    }
-  }
-  if (!placed.ok()) {
-    *status = placed;
-  } else if (absl::Status s = LayoutAssembler::WithShapeOf(
-                 placement,
-                 absl::MakeConstSpan(s_strides.data(), s_strides.size()),
-                 &draft->adjacent(0));
-             !s.ok()) {
-    *status = NotAnAdjacentLayout(s);
+    // A one-mode layout keeps one mode, as composition's results do.
+    LayoutAssembler::WithRefinedLeaves(
+        layout, absl::MakeConstSpan(counts, new_leaves),
+        absl::MakeConstSpan(extents, num_pieces),
+        absl::MakeConstSpan(l_strides, num_pieces),
+        absl::MakeConstSpan(s_strides, num_pieces), /*keep_one_mode=*/true,
+        bounds, &draft->placement(0), &draft->adjacent(0));
   }
   return true;
 }
