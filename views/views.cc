@@ -605,23 +605,29 @@ bool ReshapeByMerging(const Representation& rep,
   const Layout& l0 = rep.subtensor(0).placement;
   const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
   const ModeIndex elements(l0.shape());
-  const absl::Span<const int64_t> in = elements.extents();
-  const auto extents = l0.shape().leaves();
-  const auto l_strides = l0.stride().leaves();
-  const auto s_strides =
-      levels ? s0->stride().leaves() : absl::Span<const int64_t>();
-  for (int64_t e : in)
-    if (e <= 1) return false;
+  // Raw pointers: a span's operator[] checks its bound on every access.
+  const int64_t* in = elements.extents().data();
+  const int num_modes = elements.size();
+  const int64_t* extents = l0.shape().leaves().data();
+  const int64_t* l_strides = l0.stride().leaves().data();
+  const int64_t* s_strides = levels ? s0->stride().leaves().data() : nullptr;
+  for (int i = 0; i < num_modes; ++i)
+    if (in[i] <= 1) return false;
   for (int64_t e : target)
     if (e <= 1) return false;
-  // First pass: the runs, and whether each is plain.
-  absl::InlinedVector<int, 9> run_end;
-  size_t a = 0;
+  // One pass: each target mode's run of source modes, checked, and the spec
+  // that writes it, whole modes and chains merged, which reach the same
+  // indices (NOTE [ Reshape by merging modes ]). Specs are written by index
+  // (a push_back the compiler does not inline costs more than the checks).
+  ModeSpecs specs;
+  specs.resize_for_overwrite(target.size());
+  ModeSpec* spec = specs.data();
+  int a = 0;
   for (int64_t t : target) {
-    if (a == in.size()) return false;
-    size_t b = a;
+    if (a == num_modes) return false;
+    int b = a;
     int64_t product = 1;
-    while (b < in.size() && product < t) {
+    while (b < num_modes && product < t) {
       if (!CheckedMul(product, in[b], &product)) return false;
       ++b;
     }
@@ -635,40 +641,27 @@ bool ReshapeByMerging(const Representation& rep,
             !levels || Chains(s_strides[k + 1], extents[k], s_strides[k]);
         if (l_merges && s_merges) return false;
       }
+      *spec++ = {a, 0};
     } else {
-      for (size_t m = a; m < b; ++m) {
+      for (int m = a; m < b; ++m) {
         if (elements.leaf(m + 1) - elements.leaf(m) != 1 ||
             elements.token(m + 1) - elements.token(m) != 1) {
           return false;
         }
       }
-      for (size_t m = a; m + 1 < b; ++m) {
+      for (int m = a; m + 1 < b; ++m) {
         const int k = elements.leaf(m);
         if (!Chains(l_strides[k], extents[k + 1], l_strides[k + 1]))
           return false;
         if (levels && !Chains(s_strides[k], extents[k + 1], s_strides[k + 1]))
           return false;
       }
+      const int last = elements.leaf(b - 1);
+      *spec++ = {-1, t, l_strides[last], levels ? s_strides[last] : 0};
     }
-    run_end.push_back(static_cast<int>(b));
     a = b;
   }
-  if (a != in.size()) return false;
-  // Second pass: write L_0 and S_0, whole modes and chains merged, which
-  // reach the same indices (NOTE [ Reshape by merging modes ]).
-  ModeSpecs specs;
-  size_t begin = 0;
-  for (size_t j = 0; j < target.size(); ++j) {
-    const size_t end = run_end[j];
-    if (end - begin == 1) {
-      specs.push_back({static_cast<int64_t>(begin), 0});
-    } else {
-      const int last = elements.leaf(static_cast<int>(end) - 1);
-      specs.push_back(
-          {-1, target[j], l_strides[last], levels ? s_strides[last] : 0});
-    }
-    begin = end;
-  }
+  if (a != num_modes) return false;
   const auto bounds =
       LayoutAssembler::DerivedBounds::KeepingReach(l0.size(), l0, s0);
   *status = LayoutAssembler::GatherModes(
