@@ -57,6 +57,24 @@ absl::Status NotAnAdjacentLayout(const absl::Status& status) {
 using ModeSpec = LayoutAssembler::ModeSpec;
 using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
 
+// Writes mode specs into a ModeSpecs sized once for at most `capacity` of
+// them: one store per spec, where push_back checks the capacity and reloads
+// the size on every call. Finish drops the capacity not written.
+class SpecWriter {
+ public:
+  SpecWriter(ModeSpecs* out, size_t capacity) : out_(out) {
+    out->resize_for_overwrite(capacity);
+    begin_ = next_ = out->data();
+  }
+  void Append(ModeSpec spec) { *next_++ = spec; }
+  void Finish() { out_->truncate(next_ - begin_); }
+
+ private:
+  ModeSpecs* out_;
+  ModeSpec* begin_;
+  ModeSpec* next_;
+};
+
 // Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
 // whose only inner node is its root.
 bool IsFlat(const IntTuple& tuple) {
@@ -312,6 +330,7 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
         uint64_t seen_bits = 0;
         std::vector<bool> seen_beyond;
         if (rank > 64) seen_beyond.assign(rank, false);
+        SpecWriter specs(out, valid ? rank : 0);
         for (int64_t p : perm) {
           valid = valid && p >= 0 && p < rank;
           if (!valid) break;
@@ -323,8 +342,9 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
             seen_beyond[p] = true;
           }
           if (!valid) break;
-          out->push_back({p, 0});
+          specs.Append({p, 0});
         }
+        specs.Finish();
         if (!valid) {
           return ValueErrorCat("Permute: (", absl::StrJoin(perm, ","),
                                ") is not a permutation of the ", rank,
@@ -354,11 +374,13 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                  "; only a dim of extent 1 can be removed");
           }
         }
+        SpecWriter specs(out, in.size());
         for (size_t i = 0; i < in.size(); ++i) {
           const bool drop =
               dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
-          if (!drop) out->push_back({static_cast<int64_t>(i), 0});
+          if (!drop) specs.Append({static_cast<int64_t>(i), 0});
         }
+        specs.Finish();
         return absl::OkStatus();
       });
 }
@@ -379,11 +401,13 @@ static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
           return ValueErrorCat("Unsqueeze: position ", dim,
                                " is out of range [0, ", rank, "]");
         }
+        SpecWriter specs(out, rank + 1);
         for (int64_t i = 0; i < rank; ++i) {
-          if (i == dim) out->push_back({-1, 1});
-          out->push_back({i, 0});
+          if (i == dim) specs.Append({-1, 1});
+          specs.Append({i, 0});
         }
-        if (dim == rank) out->push_back({-1, 1});
+        if (dim == rank) specs.Append({-1, 1});
+        specs.Finish();
         return absl::OkStatus();
       });
 }
@@ -429,18 +453,20 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
                                " modes, fewer than the Tensor's ", rank);
         }
         const int64_t lead = target.size() - rank;
+        SpecWriter specs(out, target.size());
         for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
           const int64_t source = p - lead;
           if (source < 0 || (in[source] == 1 && target[p] != 1)) {
-            out->push_back({-1, target[p]});
+            specs.Append({-1, target[p]});
           } else if (in[source] == target[p]) {
-            out->push_back({static_cast<int64_t>(source), 0});
+            specs.Append({static_cast<int64_t>(source), 0});
           } else {
             return ValueErrorCat("BroadcastTo: dim ", source, " of extent ",
                                  in[source], " cannot broadcast to extent ",
                                  target[p]);
           }
         }
+        specs.Finish();
         return absl::OkStatus();
       });
 }
@@ -475,12 +501,13 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
                                shape.ToString());
         }
         size_t source = 0;
+        SpecWriter specs(out, target.size());
         for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
           if (source < dims.size() && dims[source] == p) {
             if (in[source] == target[p]) {
-              out->push_back({static_cast<int64_t>(source), 0});
+              specs.Append({static_cast<int64_t>(source), 0});
             } else if (in[source] == 1) {
-              out->push_back({-1, target[p]});
+              specs.Append({-1, target[p]});
             } else {
               return ValueErrorCat("BroadcastInDim: dim ", source,
                                    " of extent ", in[source],
@@ -488,9 +515,10 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
             }
             ++source;
           } else {
-            out->push_back({-1, target[p]});
+            specs.Append({-1, target[p]});
           }
         }
+        specs.Finish();
         return absl::OkStatus();
       });
 }
