@@ -22,7 +22,6 @@
 #define STRATA_LAYOUT_LAYOUT_H_
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
 #include "absl/container/inlined_vector.h"
@@ -184,12 +183,13 @@ class LayoutAssembler {
   // Writes into `*out` the flat layout of `n` integer modes, extent[k] :
   // stride[k] (one mode: an integer layout), and where `twin_out` is given,
   // into it the layout of that shape with `twin_stride`; both take `bounds`
-  // (GatherModes' precondition). Each buffer holds at least kLeaves values
-  // (fixed-size copies); `n` may exceed kLeaves only with buffers of n.
+  // (GatherModes' precondition). Each buffer holds at least
+  // max(n, kFlatBuffer) values: up to kFlatBuffer modes are copied whole, in
+  // fixed-size copies.
+  static constexpr int kFlatBuffer = 8;
   static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
                         const int64_t* twin_stride, const DerivedBounds& bounds,
                         Layout* out, Layout* twin_out);
-  static constexpr int kFlatBuffer = 8;
 
   // Writes into `*out` the layout of `shaped`'s shape with leaf k replaced by
   // the next counts[k] pieces (by that integer where counts[k] == 1, else by
