@@ -519,7 +519,8 @@ absl::Status CheckDerivedBounds(const Representation& rep) {
   auto bounds_hold = [](const Layout& l) {
     const absl::StatusOr<Layout> fresh = Layout::Create(l.shape(), l.stride());
     return fresh.ok() && fresh->size() == l.size() &&
-           fresh->cosize() == l.cosize() && fresh->min_index() == l.min_index();
+           fresh->max_index() == l.max_index() &&
+           fresh->min_index() == l.min_index();
   };
   for (int i = 0; i < rep.num_levels(); ++i) {
     const bool placement = bounds_hold(rep.subtensor(i).placement);

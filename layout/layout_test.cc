@@ -213,7 +213,7 @@ TEST(LayoutTest, CanonicalPrintRoundTrips) {
 // GatherModes (the offset-free views' one pass) against Layout::Create of the
 // same modes: random hierarchical layouts, their modes in random order with
 // new stride-0 modes inserted, with and without a twin, with bounds copied
-// (kept_reach_size) and computed, and past the inline buffers.
+// (DerivedBounds::KeepingReach) and computed, and past the inline buffers.
 TEST(LayoutAssemblerTest, GatherModesEqualsCreateOfTheNamedModes) {
   testing::RandomLayouts random(20261201);
   int nested = 0, spilled = 0;
