@@ -546,6 +546,19 @@ absl::Status Representation::ViewDraft::Check() const {
   STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
   return RunRules(*rep_);
 }
+// NOTE [ Views that keep their reach ]
+// Permute, Squeeze, Unsqueeze, BroadcastTo, BroadcastInDim and Reshape by
+// merging modes rearrange, drop, merge or widen modes without moving an
+// offset (NOTE [ Layout bounds ] in layout/layout.cc): each new L_0 and S_0
+// reaches exactly the indices of the source's, and the deeper levels are the
+// source's. Check()'s level checks are functions of what that keeps: a
+// placement fits from its offset, the carrier's size (fixed for the
+// carrier's life) and the placement's max_index and min_index (an empty one
+// from the offset alone, which the source's bounds already held below the
+// carrier size); an adjacent layout fits from its shape, which the view
+// copied from L_i, its bounds and size(L_(i+1)). The validated source passed
+// them, so the view passes them too, and only the dtype's rules, which read
+// the new layouts, run. Builds without NDEBUG check the claim in full.
 absl::Status Representation::ViewDraft::CheckKeepingReach() const {
 #ifndef NDEBUG
   // The precondition itself: every layout of the draft has the bounds
