@@ -133,10 +133,15 @@ absl::Status Layout::ComputeBounds(const IntTuple& shape,
   return absl::OkStatus();
 }
 
-void LayoutAssembler::TakeBounds(const DerivedBounds& bounds, Layout* l) {
-  l->size_ = bounds.size;
-  l->max_index_ = bounds.max_index;
-  l->min_index_ = bounds.min_index;
+void LayoutAssembler::TakeBounds(const DerivedBounds& bounds, Layout* out,
+                                 Layout* twin_out) {
+  out->size_ = bounds.size;
+  out->max_index_ = bounds.max_index;
+  out->min_index_ = bounds.min_index;
+  if (twin_out == nullptr) return;
+  twin_out->size_ = bounds.size;
+  twin_out->max_index_ = bounds.twin_max_index;
+  twin_out->min_index_ = bounds.twin_min_index;
 }
 
 absl::Status LayoutAssembler::SetBounds(Layout* l) {
@@ -183,15 +188,8 @@ void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
     write(l->stride_.leaves_, strides, n);
   };
   write_layout(stride, out);
-  out->size_ = bounds.size;
-  out->max_index_ = bounds.max_index;
-  out->min_index_ = bounds.min_index;
-  if (twin_out != nullptr) {
-    write_layout(twin_stride, twin_out);
-    twin_out->size_ = bounds.size;
-    twin_out->max_index_ = bounds.twin_max_index;
-    twin_out->min_index_ = bounds.twin_min_index;
-  }
+  if (twin_out != nullptr) write_layout(twin_stride, twin_out);
+  TakeBounds(bounds, out, twin_out);
 }
 
 void LayoutAssembler::WithRefinedLeaves(
@@ -228,11 +226,8 @@ void LayoutAssembler::WithRefinedLeaves(
     l->stride_.leaves_.assign(piece_strides, piece_strides + extents.size());
   };
   write(strides.data(), out);
-  TakeBounds(bounds, out);
   write(twin_strides.data(), twin_out);
-  twin_out->size_ = bounds.size;
-  twin_out->max_index_ = bounds.twin_max_index;
-  twin_out->min_index_ = bounds.twin_min_index;
+  TakeBounds(bounds, out, twin_out);
 }
 
 absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
@@ -246,7 +241,7 @@ absl::Status LayoutAssembler::WithShapeOf(const Layout& shaped,
   }
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
   if (bounds == nullptr) return SetBounds(&l);
-  TakeBounds(*bounds, &l);
+  TakeBounds(*bounds, &l, nullptr);
   return absl::OkStatus();
 }
 
@@ -263,7 +258,7 @@ absl::Status LayoutAssembler::WithLeaves(const Layout& shaped,
   l.shape_.leaves_.assign(extents.data(), extents.data() + extents.size());
   l.stride_.leaves_.assign(strides.data(), strides.data() + strides.size());
   if (bounds == nullptr) return SetBounds(&l);
-  TakeBounds(*bounds, &l);
+  TakeBounds(*bounds, &l, nullptr);
   return absl::OkStatus();
 }
 
@@ -462,14 +457,7 @@ absl::Status LayoutAssembler::GatherModes(const Layout& source,
     }
     return status;
   }
-  out->size_ = bounds->size;
-  out->max_index_ = bounds->max_index;
-  out->min_index_ = bounds->min_index;
-  if (twin != nullptr) {
-    twin_out->size_ = bounds->size;
-    twin_out->max_index_ = bounds->twin_max_index;
-    twin_out->min_index_ = bounds->twin_min_index;
-  }
+  TakeBounds(*bounds, out, twin != nullptr ? twin_out : nullptr);
   return absl::OkStatus();
 }
 

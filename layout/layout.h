@@ -236,8 +236,9 @@ class LayoutAssembler {
   static constexpr int kLeaves = 8;
   // Layout::Create's bounds and errors for `*l`'s tuples (on error, 1:0).
   static absl::Status SetBounds(Layout* l);
-  // `bounds` (not the twin's) as `*l`'s.
-  static void TakeBounds(const DerivedBounds& bounds, Layout* l);
+  // `bounds` as `*out`'s and, where given, the twin's as `*twin_out`'s.
+  static void TakeBounds(const DerivedBounds& bounds, Layout* out,
+                         Layout* twin_out);
 };
 
 // The top-level modes of a Tensor's logical layout; an integer layout is one
