@@ -192,13 +192,15 @@ void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
   TakeBounds(bounds, out, twin_out);
 }
 
-void LayoutAssembler::WithRefinedLeaves(
-    const Layout& shaped, absl::Span<const int> counts,
-    absl::Span<const int64_t> extents, absl::Span<const int64_t> strides,
-    absl::Span<const int64_t> twin_strides, bool keep_one_mode,
-    const DerivedBounds& bounds, Layout* out, Layout* twin_out) {
+void LayoutAssembler::WithRefinedLeaves(const Layout& shaped,
+                                        absl::Span<const int> counts,
+                                        absl::Span<const int64_t> extents,
+                                        absl::Span<const int64_t> strides,
+                                        absl::Span<const int64_t> twin_strides,
+                                        const DerivedBounds& bounds,
+                                        Layout* out, Layout* twin_out) {
   const IntTuple& shape = shaped.shape_;
-  const bool wrap = keep_one_mode && shape.is_leaf() && counts[0] > 1;
+  const bool wrap = shape.is_leaf() && counts[0] > 1;
   // Each leaf becomes a tuple node and its pieces' leaf tokens: at most twice
   // as many tokens as pieces, plus the shape's inner nodes and the wrap.
   const size_t capacity =

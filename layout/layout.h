@@ -194,9 +194,9 @@ class LayoutAssembler {
   // Writes into `*out` the layout of `shaped`'s shape with leaf k replaced by
   // the next counts[k] pieces (by that integer where counts[k] == 1, else by
   // the flat tuple of them), piece p being extents[p] : strides[p], and into
-  // `*twin_out` the layout of that shape with `twin_strides`; with
-  // `keep_one_mode`, an integer `shaped` refined into a tuple stays one mode
-  // (its tuple wrapped once more). Both take `bounds` (GatherModes'
+  // `*twin_out` the layout of that shape with `twin_strides`; an integer
+  // `shaped` refined into a tuple stays one mode (its tuple wrapped once
+  // more, as composition's results keep it). Both take `bounds` (GatherModes'
   // precondition). Preconditions: counts has one entry >= 1 per leaf of
   // `shaped`, and the spans of pieces hold their sum.
   static void WithRefinedLeaves(const Layout& shaped,
@@ -204,8 +204,8 @@ class LayoutAssembler {
                                 absl::Span<const int64_t> extents,
                                 absl::Span<const int64_t> strides,
                                 absl::Span<const int64_t> twin_strides,
-                                bool keep_one_mode, const DerivedBounds& bounds,
-                                Layout* out, Layout* twin_out);
+                                const DerivedBounds& bounds, Layout* out,
+                                Layout* twin_out);
 
   // Writes into `*out` the layout of `shaped`'s shape with `strides`, one per
   // leaf: a layout congruent with one just assembled (S_0 beside L_0), built

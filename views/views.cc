@@ -950,7 +950,7 @@ namespace {
 // (views_test: AsStridedFastPathEqualsComposition).
 bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
                        int64_t offset, Representation::ViewDraft* draft,
-                       int64_t* level1_base, absl::Status* status) {
+                       int64_t* level1_base) {
   constexpr int kMaxLeaves = 16;
   const Subtensor& level0 = rep.subtensor(0);
   const Layout& l0 = level0.placement;
@@ -997,7 +997,6 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   constexpr int kMaxPieces = 2 * kMaxLeaves;
   int64_t extents[kMaxPieces], l_strides[kMaxPieces], s_strides[kMaxPieces];
   int num_pieces = 0;
-  bool refined = false;
   auto find = [&](int64_t stride) {
     for (int j = 0; j < m; ++j) {
       if (e[j] > 1 && !used[j] && s[j] == stride) return j;
@@ -1058,7 +1057,6 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
       if (j < 0) return false;
     }
     counts[k] = pieces;
-    refined |= pieces > 1;
   }
   // S_0 at the offset's coordinate: a value S_0 reaches, so no overflow.
   int64_t base = 0;
@@ -1076,28 +1074,15 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
     const int64_t part = (extents[p] - 1) * s_strides[p];
     (part >= 0 ? bounds.twin_max_index : bounds.twin_min_index) += part;
   }
-  // The new L_0, its shape refined where pieces split a leaf; S_0 takes that
+  // The new L_0, its shape refined where pieces split a leaf (a one-mode
+  // layout keeps one mode, as composition's results do); S_0 takes that
   // shape with its own strides.
-  if (!refined) {
-    *status = LayoutAssembler::WithShapeOf(
-        layout, absl::MakeConstSpan(l_strides, num_pieces),
-        &draft->placement(0), &bounds);
-    if (status->ok()) {
-      LayoutAssembler::DerivedBounds s_bounds = {
-          bounds.size, bounds.twin_max_index, bounds.twin_min_index};
-      *status = LayoutAssembler::WithShapeOf(
-          draft->placement(0), absl::MakeConstSpan(s_strides, num_pieces),
-          &draft->adjacent(0), &s_bounds);
-    }
-  } else {
-    // A one-mode layout keeps one mode, as composition's results do.
-    LayoutAssembler::WithRefinedLeaves(
-        layout, absl::MakeConstSpan(counts, new_leaves),
-        absl::MakeConstSpan(extents, num_pieces),
-        absl::MakeConstSpan(l_strides, num_pieces),
-        absl::MakeConstSpan(s_strides, num_pieces), /*keep_one_mode=*/true,
-        bounds, &draft->placement(0), &draft->adjacent(0));
-  }
+  LayoutAssembler::WithRefinedLeaves(
+      layout, absl::MakeConstSpan(counts, new_leaves),
+      absl::MakeConstSpan(extents, num_pieces),
+      absl::MakeConstSpan(l_strides, num_pieces),
+      absl::MakeConstSpan(s_strides, num_pieces), bounds, &draft->placement(0),
+      &draft->adjacent(0));
   return true;
 }
 
@@ -1143,9 +1128,7 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
   }
   if (by_leaves) {
     int64_t level1_base;
-    absl::Status status;
-    if (AsStridedByLeaves(rep, layout, offset, &draft, &level1_base, &status)) {
-      STRATA_RETURN_IF_ERROR(status);
+    if (AsStridedByLeaves(rep, layout, offset, &draft, &level1_base)) {
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, level1_base, &draft));
       return Publish(draft);
     }
