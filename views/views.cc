@@ -652,11 +652,9 @@ bool ReshapeByMerging(const Representation& rep,
   if (target.size() > static_cast<size_t>(num_modes)) return false;
   // One pass: each target mode's run of source modes, checked, and the spec
   // that writes it, whole modes and chains merged, which reach the same
-  // indices (NOTE [ Reshape by merging modes ]). Specs are written by index
-  // (a push_back the compiler does not inline costs more than the checks).
+  // indices (NOTE [ Reshape by merging modes ]).
   ModeSpecs specs;
-  specs.resize_for_overwrite(target.size());
-  ModeSpec* spec = specs.data();
+  SpecWriter writer(&specs, target.size());
   int a = 0;
   for (int64_t t : target) {
     if (a == num_modes) return false;
@@ -676,7 +674,7 @@ bool ReshapeByMerging(const Representation& rep,
             !levels || Chains(s_strides[k + 1], extents[k], s_strides[k]);
         if (l_merges && s_merges) return false;
       }
-      *spec++ = {a, 0};
+      writer.Append({a, 0});
     } else {
       for (int m = a; m < b; ++m) {
         if (elements.leaf(m + 1) - elements.leaf(m) != 1 ||
@@ -692,11 +690,12 @@ bool ReshapeByMerging(const Representation& rep,
           return false;
       }
       const int last = elements.leaf(b - 1);
-      *spec++ = {-1, t, l_strides[last], levels ? s_strides[last] : 0};
+      writer.Append({-1, t, l_strides[last], levels ? s_strides[last] : 0});
     }
     a = b;
   }
   if (a != num_modes) return false;
+  writer.Finish();
   const auto bounds =
       LayoutAssembler::DerivedBounds::KeepingReach(l0.size(), l0, s0);
   *status = LayoutAssembler::GatherModes(
@@ -872,11 +871,12 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
     const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
     // Every mode kept but dim, which becomes (count):(step * stride).
     ModeSpecs specs;
-    specs.resize_for_overwrite(elements.size());
+    SpecWriter writer(&specs, elements.size());
     for (int i = 0; i < elements.size(); ++i) {
-      specs.data()[i] =
-          i == dim ? ModeSpec{-1, count, l_stride, s_stride} : ModeSpec{i, 0};
+      writer.Append(i == dim ? ModeSpec{-1, count, l_stride, s_stride}
+                             : ModeSpec{i, 0});
     }
+    writer.Finish();
     // The new layouts' bounds are the source's with mode dim's part changed:
     // leaf (extent, s) becomes (count, step * s), and (count - 1) * step <=
     // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
