@@ -69,9 +69,14 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   // Scratch space, carved from one buffer on the stack (or, for large
   // layouts, the heap): the loops below read and write it through raw
   // pointers, which no store into a vector's size can alias. Every entry is
-  // written before it is read: no zeroing.
-  const int64_t scratch_size = int64_t{4} * r_leaves + int64_t{10} * leaves +
-                               1 + int64_t{r_leaves + 1} * leaves;
+  // written before it is read: no zeroing. Its carvings: move_leaf,
+  // move_last, move_stride and alpha (one per leaf of `reached`); weight
+  // (leaves + 1); digits (one row per move and base's, at most r_leaves + 1
+  // rows); top, common, box_extent, box_stride, box_weight, reach and
+  // box_strides (one per leaf of the level).
+  const int64_t scratch_size = int64_t{4} * r_leaves + (leaves + 1) +
+                               int64_t{r_leaves + 1} * leaves +
+                               int64_t{7} * leaves;
   constexpr int kInlineScratch = 256;
   int64_t inline_scratch[kInlineScratch];
   std::unique_ptr<int64_t[]> heap_scratch;
