@@ -1062,7 +1062,6 @@ bool AsStridedByLeaves(const Representation& rep, const Layout& layout,
   int64_t base = 0;
   for (int j = 0; j < m; ++j) base += digit[j] * t[j];
   *level1_base = base;
-  draft->offset(0) = offset;
   // The new L_0 reaches what `layout` reaches (a leaf split into pieces
   // whose strides chain is the same function), so it has its bounds. S_0's
   // are the sums of its pieces' parts (NOTE [ Layout bounds ] in
@@ -1098,8 +1097,10 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
   const Representation& rep = TensorAccess::representation(tensor);
   Representation::ViewDraft draft(rep);
   draft.offset(0) = offset;
-  draft.placement(0) = layout;
   if (rep.num_levels() == 1 || layout.size() == 0) {
+    // The given layout is L_0 as it is; every other path writes its own
+    // (refined where S_0 splits a leaf).
+    draft.placement(0) = layout;
     if (rep.num_levels() > 1) {
       STRATA_ASSIGN_OR_RETURN(
           draft.adjacent(0),
