@@ -20,6 +20,14 @@ Layout L(absl::string_view text) {
   return layout.ok() ? *std::move(layout) : Layout();
 }
 
+void ExpectCreatedBounds(const Layout& l) {
+  const absl::StatusOr<Layout> created = Layout::Create(l.shape(), l.stride());
+  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
+  EXPECT_EQ(l.size(), created->size()) << l.ToString();
+  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
+  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
+}
+
 std::vector<int64_t> RowMajorDecode(int64_t index,
                                     const std::vector<int64_t>& extents) {
   std::vector<int64_t> c(extents.size());

@@ -18,6 +18,11 @@ namespace testing {
 // does not parse fails the calling test and gives the empty Layout().
 Layout L(absl::string_view text);
 
+// Expects `l`'s size, max_index and min_index to be those Layout::Create
+// computes for its shape and stride (for layouts whose bounds a view copied
+// or derived, NOTE [ Layout bounds ] in layout/layout.cc).
+void ExpectCreatedBounds(const Layout& l);
+
 // The coordinate of row-major (C order, last mode fastest) linear index
 // `index` in a box of `extents`: index = sum_k c_k * prod_{j>k} extents_j.
 std::vector<int64_t> RowMajorDecode(int64_t index,

@@ -15,6 +15,7 @@ namespace strata {
 namespace views_internal {
 namespace {
 
+using strata::testing::ExpectCreatedBounds;
 using strata::testing::L;
 
 // Colexicographic digits of `index` over `extents`.
@@ -114,17 +115,8 @@ bool SomeBoxAdmits(const Layout& placement, int64_t base, const Layout& reached,
 }
 
 // Checks an admitted narrowing: every reached index is the box's, read
-// through the new adjacent layout.
-// The bounds NarrowLevel derives for its layouts are those Layout::Create
-// computes.
-void ExpectCreatedBounds(const Layout& l) {
-  const absl::StatusOr<Layout> created = Layout::Create(l.shape(), l.stride());
-  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
-  EXPECT_EQ(l.size(), created->size()) << l.ToString();
-  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
-  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
-}
-
+// through the new adjacent layout, and the bounds NarrowLevel derives for
+// its layouts are those Layout::Create computes.
 void ExpectExact(const Layout& placement, int64_t base, const Layout& reached,
                  const NarrowedLevel& n) {
   ExpectCreatedBounds(n.placement);

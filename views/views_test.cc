@@ -26,6 +26,7 @@ namespace {
 
 using Coord = std::vector<int64_t>;
 
+using testing::ExpectCreatedBounds;
 using testing::L;
 using testing::RowMajorDecode;
 
@@ -1008,14 +1009,6 @@ TEST(ViewsIssue16, ViewsOfAnEmptyTensorWithHugeModesStayChecked) {
 // Squeeze, Unsqueeze, BroadcastTo, BroadcastInDim, Reshape by merging, Slice
 // with a step) must give the bounds Layout::Create computes, on any layout:
 // negative and zero strides, extent-1 and empty modes.
-void ExpectCreatesBounds(const Layout& l) {
-  auto created = Layout::Create(l.shape(), l.stride());
-  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
-  EXPECT_EQ(l.size(), created->size()) << l.ToString();
-  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
-  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
-}
-
 TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
   testing::RandomLayouts gen(31);
   int checked = 0;
@@ -1064,7 +1057,7 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
         EXPECT_TRUE(IsValueError(v.status())) << v.status();
         continue;
       }
-      ExpectCreatesBounds(v->layout());
+      ExpectCreatedBounds(v->layout());
       ++checked;
     }
   }
@@ -1090,8 +1083,8 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
     for (const auto& v : views) {
       if (!v.ok()) continue;  // The block rule may refuse a slice.
       const Representation& rep = TensorAccess::representation(*v);
-      ExpectCreatesBounds(rep.subtensor(0).placement);
-      ExpectCreatesBounds(rep.adjacent_layouts()[0]);
+      ExpectCreatedBounds(rep.subtensor(0).placement);
+      ExpectCreatedBounds(rep.adjacent_layouts()[0]);
       ++checked_two_level;
     }
   }
@@ -1123,7 +1116,7 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
         EXPECT_TRUE(IsValueError(v.status())) << v.status();
         continue;
       }
-      ExpectCreatesBounds(v->layout());
+      ExpectCreatedBounds(v->layout());
     }
   }
   // Beside an empty mode, a broadcast must still refuse a size that
@@ -1135,7 +1128,7 @@ TEST(ViewFastPathsTest, ViewsThatKeepTheirReachHaveTheBoundsCreateComputes) {
   EXPECT_TRUE(IsValueError(over.status())) << over.status();
   auto fits = BroadcastTo(empty, {int64_t{1} << 20, 0});
   ASSERT_TRUE(fits.ok()) << fits.status();
-  ExpectCreatesBounds(fits->layout());
+  ExpectCreatedBounds(fits->layout());
 }
 
 // A two-level Tensor whose values are placed by `l0`, with one scale.
