@@ -574,10 +574,6 @@ bool ReshapeFlatByMerging(const Representation& rep,
       s0 != nullptr ? s0->stride().leaves().data() : nullptr;
   for (int k = 0; k < n; ++k)
     if (in[k] <= 1) return false;
-  // Every target mode takes at least one source mode: refused before any
-  // buffer is sized by the target (a target of 10^8 extents of 1 allocated
-  // 2.4 GB here before it was refused).
-  if (target.size() > static_cast<size_t>(n)) return false;
   // The new modes' extents and strides, in buffers of at least kFlatBuffer
   // values (LayoutAssembler::WriteFlat copies them whole).
   const int m = static_cast<int>(target.size());
@@ -629,8 +625,13 @@ bool ReshapeFlatByMerging(const Representation& rep,
 bool ReshapeByMerging(const Representation& rep,
                       absl::Span<const int64_t> target,
                       Representation::ViewDraft* draft, absl::Status* status) {
+  // Every target mode takes at least one source mode: refused before either
+  // pass sizes a buffer by the target (a target of 10^8 extents of 1
+  // allocated 2.4 GB before its refusal).
+  const IntTuple& shape = rep.subtensor(0).placement.shape();
+  if (target.size() > static_cast<size_t>(shape.rank())) return false;
   // A flat L_0 that the one-pass path refuses, the general pass refuses too.
-  if (IsFlat(rep.subtensor(0).placement.shape())) {
+  if (IsFlat(shape)) {
     return ReshapeFlatByMerging(rep, target, draft, status);
   }
   const bool levels = rep.num_levels() > 1;
@@ -647,9 +648,6 @@ bool ReshapeByMerging(const Representation& rep,
     if (in[i] <= 1) return false;
   for (int64_t e : target)
     if (e <= 1) return false;
-  // Every target mode takes at least one source mode (refused before the
-  // specs are sized by the target).
-  if (target.size() > static_cast<size_t>(num_modes)) return false;
   // One pass: each target mode's run of source modes, checked, and the spec
   // that writes it, whole modes and chains merged, which reach the same
   // indices (NOTE [ Reshape by merging modes ]).
