@@ -156,20 +156,18 @@ void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
                                 const int64_t* twin_stride,
                                 const DerivedBounds& bounds, Layout* out,
                                 Layout* twin_out) {
-  static_assert(kFlatBuffer == kLeaves);
+  static_assert(kFlatBuffer == kLeaves && kLeaves < kTokens);
   // Tokens: the mode count, then one leaf token per mode (a fixed-size fill
   // below kTokens), or the integer's one leaf token.
   int32_t tokens[kTokens];
-  const bool fits = n < kTokens && n <= kLeaves;
+  const bool fits = n <= kLeaves;  // Then n + 1 tokens fit kTokens too.
   std::vector<int32_t> big_tokens;
   int32_t* t = tokens;
-  if (!fits) {
-    big_tokens.resize(n + 1);
-    t = big_tokens.data();
-  }
   if (fits) {
     for (int x = 1; x < kTokens; ++x) t[x] = IntTuple::kLeafToken;
   } else {
+    big_tokens.resize(n + 1);
+    t = big_tokens.data();
     for (int x = 1; x <= n; ++x) t[x] = IntTuple::kLeafToken;
   }
   t[0] = n == 1 ? IntTuple::kLeafToken : n;
