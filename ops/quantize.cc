@@ -166,12 +166,6 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
       return Overflow("row-tile stride 128 * Bp", padded_blocks, 128);
     }
   }
-  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
-  const int64_t total = src.layout().size();
-  if (!swizzled) scale_size = total / block;
-  STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
-  STRATA_ASSIGN_OR_RETURN(auto scales, HostCarrier::Create(*scale, scale_size));
-
   // Layouts of the result (see the header). A product of extents that
   // overflows has a zero extent beyond it (the layouts' sizes fit), so the
   // Tensor is empty and the stride it would have been is never used: 0.
@@ -224,6 +218,14 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   }
   Layout& l0 = value_layouts.values;
   Layout& s0 = value_layouts.adjacent;
+
+  // The carriers come last, after every layout is known to exist: a refused
+  // layout (a size past int64 before a zero extent) allocates nothing.
+  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  const int64_t total = src.layout().size();
+  if (!swizzled) scale_size = total / block;
+  STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
+  STRATA_ASSIGN_OR_RETURN(auto scales, HostCarrier::Create(*scale, scale_size));
 
   // The kernel: every block of every (outer, inner) pair. An empty source
   // has none (and its offset tables could be huge: a (2^41, 0) source has

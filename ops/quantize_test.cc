@@ -703,6 +703,25 @@ TEST(QuantizeTest, EmptySourcesGiveEmptyCarriers) {
   }
 }
 
+// An empty source whose value layout L_0 cannot exist: the blocked mode of
+// extent 0 splits into (16, 0) and 10^18 * 4 * 16 passes int64 before the
+// zero. The refusal comes before the carriers (found by api_fuzzer).
+TEST(QuantizeTest, ARefusedValueLayoutAllocatesNothing) {
+  const Tensor src =
+      *Tensor::Create(*HostCarrier::Create(*dtypes::Float32(), 1), 0,
+                      *ParseLayout("(1000000000000000000,4,0):(0,0,1)"));
+  for (ScaleLayout scale_layout :
+       {ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4}) {
+    const int created = HostCarrier::created();
+    auto q = QuantizeBlockScaled(src, *dtypes::NVFP4(), 2, scale_layout);
+    EXPECT_TRUE(IsValueError(q.status())) << q.status();
+    EXPECT_NE(q.status().message().find("overflows int64"),
+              absl::string_view::npos)
+        << q.status();
+    EXPECT_EQ(HostCarrier::created(), created) << ScaleLayoutName(scale_layout);
+  }
+}
+
 // --- Rounding and signed zeros -----------------------------------------------
 
 TEST(QuantizeTest, NVFP4ElementsAreTheCorrectlyRoundedQuotient) {
