@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -228,6 +229,27 @@ TEST(OpsTest, SumAllAndAlongModes) {
   EXPECT_EQ(&ints->dtype(), dtypes::Int64());
   EXPECT_TRUE(IsValueError(Sum(t, {3}).status()));
   EXPECT_TRUE(IsValueError(Sum(t, {1, 1}).status()));
+}
+
+// Sums accumulate in double and round once to the result's dtype: a float32
+// sum past FLT_MAX is infinity of its sign, and partial sums past it that
+// cancel stay finite (found by api_fuzzer).
+TEST(OpsTest, Float32SumsRoundOnceFromDouble) {
+  auto t = Zeros(*dtypes::Float32(), {3});
+  ASSERT_TRUE(t.ok());
+  ASSERT_TRUE(Fill(*t, Scalar::Float(3e38)).ok());
+  auto up = Sum(*t);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(GetItem(*up, IntTuple::Tuple({}))->as_double(),
+            std::numeric_limits<double>::infinity());
+  ASSERT_TRUE(SetItem(*t, IntTuple(2), Scalar::Float(-3e38)).ok());
+  auto cancelled = Sum(*t);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(GetItem(*cancelled, IntTuple::Tuple({}))->as_double(),
+            static_cast<double>(3e38f));
+  ASSERT_TRUE(Fill(*t, Scalar::Float(-3e38)).ok());
+  EXPECT_EQ(GetItem(*Sum(*t), IntTuple::Tuple({}))->as_double(),
+            -std::numeric_limits<double>::infinity());
 }
 
 TEST(OpsTest, ContiguousCloneCast) {
