@@ -2,12 +2,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/errors.h"
+#include "core/internal/block_cache.h"
 #include "core/status_macros.h"
 #include "dtype/registry.h"
 #include "dtype/scalar_type.h"
@@ -32,14 +34,31 @@ struct ExportContext {
   DLManagedTensor managed;
 };
 
+// The export's one block, recycled as the representations' are (NOTE
+// [ Recycled representation blocks ] in core/representation.cc): an export
+// and its deleter in a loop allocate nothing. The deleter may run on another
+// thread, which the cache allows.
+using ExportBlocks = core_internal::BlockCache<sizeof(ExportContext)>;
+static_assert(alignof(ExportContext) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
+              "operator new(std::size_t) aligns the blocks");
+
 // The export pins the storage until the consumer's deleter runs, so a
 // Release() meanwhile cannot free what the consumer still addresses
 // (NOTE [ Pinned storage ] in carrier/carrier.h).
 void DeleteExport(DLManagedTensor* managed) {
   auto* context = static_cast<ExportContext*>(managed->manager_ctx);
   context->carrier->UnpinStorage();
-  delete context;
+  context->~ExportContext();
+  ExportBlocks::Deallocate(context);
 }
+
+// Owns a context until the export hands it to the consumer.
+struct ExportContextDeleter {
+  void operator()(ExportContext* context) const {
+    context->~ExportContext();
+    ExportBlocks::Deallocate(context);
+  }
+};
 
 // The DLPack 0.6 code of each built-in dtype (NOTE [ One dtype switch ]).
 absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
@@ -102,7 +121,8 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   STRATA_ASSIGN_OR_RETURN(DLDataType type, DataTypeOf(d));
   STRATA_RETURN_IF_ERROR(
       RequireHostData(tensor, "ToDLPack", EmptyTensors::kNeedHostData));
-  auto context = std::make_unique<ExportContext>();
+  std::unique_ptr<ExportContext, ExportContextDeleter> context(
+      new (ExportBlocks::Allocate()) ExportContext());
   const Layout& layout = tensor.layout();
   const IntTuple::Elements elements = layout.shape().TopElements();
   for (int i = 0; i < elements.size(); ++i) {

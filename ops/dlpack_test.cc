@@ -2,14 +2,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "carrier/carrier.h"
 #include "core/errors.h"
+#include "core/internal/block_cache.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
+#include "layout/alloc_counter.h"
 #include "ops/ops.h"
 #include "tests/test_util.h"
 #include "views/views.h"
@@ -124,6 +127,45 @@ TEST(DLPackTest, TheManagedTensorKeepsTheCarrierAliveUntilItsDeleter) {
   EXPECT_EQ(static_cast<double*>(managed->dl_tensor.data)[3], 3.0);
   managed->deleter(managed);
   EXPECT_TRUE(watch.expired());
+}
+
+// The export's block is recycled (ExportBlocks in ops/dlpack.cc): in a
+// steady loop of exports and deleters, operator new is never called.
+TEST(DLPackTest, ExportsInALoopAllocateNothing) {
+  if (!core_internal::kBlockCacheRecycles) {
+    GTEST_SKIP() << "AddressSanitizer: every block goes to operator new and "
+                    "delete (which it replaces, uncounted)";
+  }
+  const Tensor t = Iota("(2,3,4,5):(60,20,5,1)");
+  DLManagedTensor* warm = *ToDLPack(t);
+  warm->deleter(warm);
+  const int64_t before = testing::AllocationCount();
+  for (int k = 0; k < 100; ++k) {
+    auto managed = ToDLPack(t);
+    ASSERT_TRUE(managed.ok()) << managed.status();
+    ASSERT_EQ((*managed)->dl_tensor.ndim, 4);
+    EXPECT_EQ((*managed)->dl_tensor.strides[1], 20);
+    (*managed)->deleter(*managed);
+  }
+  EXPECT_EQ(testing::AllocationCount() - before, 0);
+}
+
+// A consumer may run the deleter on another thread: the block goes to that
+// thread's list (or to operator delete), and the carrier is released.
+TEST(DLPackTest, TheDeleterMayRunOnAnotherThread) {
+  std::weak_ptr<Carrier> watch;
+  DLManagedTensor* managed = nullptr;
+  {
+    const Tensor t = Iota("8:1", dtypes::Float32());
+    watch = t.carrier();
+    managed = *ToDLPack(t);
+  }
+  std::thread consumer([managed] { managed->deleter(managed); });
+  consumer.join();
+  EXPECT_TRUE(watch.expired());
+  DLManagedTensor* again = *ToDLPack(Iota("4:1", dtypes::Float32()));
+  EXPECT_EQ(static_cast<float*>(again->dl_tensor.data)[3], 3.0f);
+  again->deleter(again);
 }
 
 TEST(DLPackTest, ImportCallsTheProducersDeleterExactlyOnce) {
