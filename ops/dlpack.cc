@@ -28,7 +28,7 @@ namespace {
 struct ExportContext {
   std::shared_ptr<Carrier>
       carrier;  // Keeps the storage alive; never released here.
-  // Inline up to rank 8: one allocation per export.
+  // Inline up to rank 8: the export is one block (ExportBlocks below).
   absl::InlinedVector<int64_t, 8> shape;
   absl::InlinedVector<int64_t, 8> strides;
   DLManagedTensor managed;
