@@ -114,14 +114,18 @@ TEST(DLPackTest, RefusalsHaveNoEffect) {
   EXPECT_EQ(values.use_count(), uses) << "no reference kept";
 }
 
+// The export of 0, 1, ..., 7 of `dtype`, which nothing but the export keeps
+// alive; `watch` observes its carrier.
+DLManagedTensor* ExportOnlyOwner(const SimpleDType* dtype,
+                                 std::weak_ptr<Carrier>* watch) {
+  const Tensor t = Iota("8:1", dtype);
+  *watch = t.carrier();
+  return *ToDLPack(t);
+}
+
 TEST(DLPackTest, TheManagedTensorKeepsTheCarrierAliveUntilItsDeleter) {
   std::weak_ptr<Carrier> watch;
-  DLManagedTensor* managed = nullptr;
-  {
-    const Tensor t = Iota("8:1", dtypes::Float64());
-    watch = t.carrier();
-    managed = *ToDLPack(t);
-  }
+  DLManagedTensor* managed = ExportOnlyOwner(dtypes::Float64(), &watch);
   ASSERT_FALSE(watch.expired());
   EXPECT_FALSE(watch.lock()->released());
   EXPECT_EQ(static_cast<double*>(managed->dl_tensor.data)[3], 3.0);
@@ -154,12 +158,7 @@ TEST(DLPackTest, ExportsInALoopAllocateNothing) {
 // thread's list (or to operator delete), and the carrier is released.
 TEST(DLPackTest, TheDeleterMayRunOnAnotherThread) {
   std::weak_ptr<Carrier> watch;
-  DLManagedTensor* managed = nullptr;
-  {
-    const Tensor t = Iota("8:1", dtypes::Float32());
-    watch = t.carrier();
-    managed = *ToDLPack(t);
-  }
+  DLManagedTensor* managed = ExportOnlyOwner(dtypes::Float32(), &watch);
   std::thread consumer([managed] { managed->deleter(managed); });
   consumer.join();
   EXPECT_TRUE(watch.expired());
