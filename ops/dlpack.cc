@@ -28,7 +28,7 @@ namespace {
 struct ExportContext {
   std::shared_ptr<Carrier>
       carrier;  // Keeps the storage alive; never released here.
-  // Inline up to rank 8: the export is one block (ExportBlocks below).
+  // Inline up to rank 8: the export is one block (ExportAllocator below).
   absl::InlinedVector<int64_t, 8> shape;
   absl::InlinedVector<int64_t, 8> strides;
   DLManagedTensor managed;
@@ -38,9 +38,16 @@ struct ExportContext {
 // [ Recycled representation blocks ] in core/representation.cc): an export
 // and its deleter in a loop allocate nothing. The deleter may run on another
 // thread, which the cache allows.
-using ExportBlocks = core_internal::BlockCache<sizeof(ExportContext)>;
-static_assert(alignof(ExportContext) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
-              "operator new(std::size_t) aligns the blocks");
+using ExportAllocator = core_internal::CachedBlockAllocator<ExportContext>;
+
+// Destroys a context and returns its block: the consumer's deleter, and the
+// owner of a context until the export hands it over.
+struct ExportContextDeleter {
+  void operator()(ExportContext* context) const {
+    context->~ExportContext();
+    ExportAllocator().deallocate(context, 1);
+  }
+};
 
 // The export pins the storage until the consumer's deleter runs, so a
 // Release() meanwhile cannot free what the consumer still addresses
@@ -48,17 +55,8 @@ static_assert(alignof(ExportContext) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__,
 void DeleteExport(DLManagedTensor* managed) {
   auto* context = static_cast<ExportContext*>(managed->manager_ctx);
   context->carrier->UnpinStorage();
-  context->~ExportContext();
-  ExportBlocks::Deallocate(context);
+  ExportContextDeleter()(context);
 }
-
-// Owns a context until the export hands it to the consumer.
-struct ExportContextDeleter {
-  void operator()(ExportContext* context) const {
-    context->~ExportContext();
-    ExportBlocks::Deallocate(context);
-  }
-};
 
 // The DLPack 0.6 code of each built-in dtype (NOTE [ One dtype switch ]).
 absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
@@ -122,7 +120,7 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
   STRATA_RETURN_IF_ERROR(
       RequireHostData(tensor, "ToDLPack", EmptyTensors::kNeedHostData));
   std::unique_ptr<ExportContext, ExportContextDeleter> context(
-      new (ExportBlocks::Allocate()) ExportContext());
+      new (ExportAllocator().allocate(1)) ExportContext());
   const Layout& layout = tensor.layout();
   const IntTuple::Elements elements = layout.shape().TopElements();
   for (int i = 0; i < elements.size(); ++i) {

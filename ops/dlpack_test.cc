@@ -133,7 +133,7 @@ TEST(DLPackTest, TheManagedTensorKeepsTheCarrierAliveUntilItsDeleter) {
   EXPECT_TRUE(watch.expired());
 }
 
-// The export's block is recycled (ExportBlocks in ops/dlpack.cc): in a
+// The export's block is recycled (ExportAllocator in ops/dlpack.cc): in a
 // steady loop of exports and deleters, operator new is never called.
 TEST(DLPackTest, ExportsInALoopAllocateNothing) {
   if (!core_internal::kBlockCacheRecycles) {
