@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
@@ -183,15 +184,22 @@ absl::Status CheckAdjacent(int i, const Layout& adjacent, const Layout& source,
   return absl::OkStatus();
 }
 
-// Step 4 of Create.
-absl::Status RunRules(const Representation& rep) {
-  const CompoundDType* compound = rep.logical_dtype().AsCompound();
-  if (compound == nullptr || compound->rules().empty()) return absl::OkStatus();
+// Step 4 of Create for a compound dtype with rules.
+ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
+                                                const Representation& rep) {
   const FrozenContext context(rep);
-  for (const auto& rule : compound->rules()) {
+  for (const auto& rule : compound.rules()) {
     STRATA_RETURN_IF_ERROR(rule->Validate(context));
   }
   return absl::OkStatus();
+}
+
+// Step 4 of Create. Inline: a simple dtype (every one-level view's) has no
+// rule, and costs a load and a comparison, not a call that builds a context.
+inline absl::Status RunRules(const Representation& rep) {
+  const CompoundDType* compound = rep.logical_dtype().AsCompound();
+  if (compound == nullptr || compound->rules().empty()) return absl::OkStatus();
+  return RunRulesOf(*compound, rep);
 }
 
 }  // namespace

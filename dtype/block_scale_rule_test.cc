@@ -101,6 +101,38 @@ TEST(BlockScaleRuleTest, HugeStridesAreCheckedArithmetic) {
   EXPECT_TRUE(huge.ok()) << huge;
 }
 
+// A context a rule's caller made by hand, inconsistent on purpose: no level,
+// but one adjacent layout.
+class NoLevelContext final : public RepresentationValidationContext {
+ public:
+  explicit NoLevelContext(Layout s0) : adjacent_{s0} {}
+  const DType& logical_dtype() const override { return *dtypes::MXFP8E4M3(); }
+  absl::Span<const SimpleDType* const> storage_dtypes() const override {
+    return {};
+  }
+  absl::Span<const Layout> placement_layouts() const override { return {}; }
+  absl::Span<const Layout> adjacent_layouts() const override {
+    return adjacent_;
+  }
+  absl::Span<const IntTuple> level_shapes() const override { return {}; }
+
+ private:
+  std::vector<Layout> adjacent_;
+};
+
+TEST(BlockScaleRuleTest, AContextOfNoLevelIsRefusedWithoutReadingL0) {
+  // The rule asks num_levels() before it reads L_0 (placement_layout(0) of no
+  // level is out of range).
+  const BlockScaleRule rule(32);
+  const NoLevelContext context(L("(4,(32,2)):(1,(0,4))"));
+  const absl::Status status = rule.Validate(context);
+  EXPECT_TRUE(IsValueError(status)) << status;
+  EXPECT_NE(status.message().find("need a scale level"),
+            absl::string_view::npos)
+      << status;
+  EXPECT_TRUE(IsValueError(rule.BlockedMode(context).status()));
+}
+
 TEST(BlockScaleRuleTest, BuiltInsCarryTheRule) {
   for (const CompoundDType* d :
        {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
