@@ -43,6 +43,27 @@ void BM_ContiguousTransposed(benchmark::State& state) {
 }
 BENCHMARK(BM_ContiguousTransposed)->Unit(benchmark::kMillisecond);
 
+// The same transpose of 64 MiB in other element widths: 8-byte float64
+// (2048 x 4096), 2-byte bfloat16 (4096 x 8192) and 1-byte int8 (8192 x 8192).
+void BM_ContiguousTransposedOf(benchmark::State& state,
+                               const SimpleDType& dtype, int64_t rows,
+                               int64_t cols) {
+  Tensor source = *Zeros(dtype, {rows, cols});
+  std::memset(source.carrier()->mutable_data(), 1, kBytes);
+  const Tensor t = *Permute(source, {1, 0});
+  for (auto _ : state) benchmark::DoNotOptimize(Contiguous(t));
+  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+}
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, float64, *dtypes::Float64(),
+                  kN / 2, kN)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16, *dtypes::BFloat16(), kN,
+                  2 * kN)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8, *dtypes::Int8(), 2 * kN,
+                  2 * kN)
+    ->Unit(benchmark::kMillisecond);
+
 void BM_CopyFromTransposedIntoExisting(benchmark::State& state) {
   const Tensor t = *Permute(Matrix(1), {1, 0});
   const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});

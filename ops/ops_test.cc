@@ -127,41 +127,68 @@ TEST(OpsTest, CopyFromTransposesLargeUnalignedAndBatchedCopiesExactly) {
   }
 }
 
-// Transposes (rows, cols) int32 Iota values into a fresh destination of row
-// stride `row_stride` and checks every value.
-void ExpectTransposedCopy(int64_t rows, int64_t cols, int64_t row_stride) {
-  SCOPED_TRACE(absl::StrCat(rows, "x", cols, " rows ", row_stride, " apart"));
-  // src (cols, rows) row-major, read transposed: (rows, cols) column-major.
-  Tensor src = Iota(absl::StrCat("(", cols, ",", rows, "):(", rows, ",1)"),
-                    dtypes::Int32());
-  auto t = Permute(src, {1, 0});
+// Transposes a (rows, cols) Tensor of `dtype` whose bytes are a fixed
+// pseudo-random pattern into a fresh destination at `offset` with rows
+// `row_stride` apart, and checks every element's bytes.
+void ExpectTransposedCopy(const SimpleDType& dtype, int64_t rows, int64_t cols,
+                          int64_t row_stride, int64_t offset = 0) {
+  SCOPED_TRACE(absl::StrCat(dtype.name(), " ", rows, "x", cols, ", rows ",
+                            row_stride, " apart from offset ", offset));
+  const int64_t width = dtype.bits() / 8;
+  auto source = *HostCarrier::Create(dtype, rows * cols);
+  auto* in = static_cast<uint8_t*>(source->mutable_data());
+  for (int64_t b = 0; b < rows * cols * width; ++b) {
+    in[b] =
+        static_cast<uint8_t>((static_cast<uint64_t>(b) * 2654435761u) >> 11);
+  }
+  // (cols, rows) row-major, read transposed: (rows, cols) column-major.
+  auto t = Permute(
+      *Tensor::Create(
+          source, 0, L(absl::StrCat("(", cols, ",", rows, "):(", rows, ",1)"))),
+      {1, 0});
   ASSERT_TRUE(t.ok());
-  auto carrier = *HostCarrier::Create(*dtypes::Int32(), rows * row_stride);
+  auto carrier = *HostCarrier::Create(dtype, offset + rows * row_stride);
   auto dst = Tensor::Create(
-      carrier, 0,
+      carrier, offset,
       L(absl::StrCat("(", rows, ",", cols, "):(", row_stride, ",1)")));
   ASSERT_TRUE(dst.ok());
   ASSERT_TRUE(CopyFrom(*dst, *t).ok());
-  const auto* out = static_cast<const int32_t*>(carrier->data());
+  const auto* out = static_cast<const uint8_t*>(carrier->data());
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
-      ASSERT_EQ(out[i * row_stride + j], j * rows + i) << i << "," << j;
+      if (std::memcmp(out + (offset + i * row_stride + j) * width,
+                      in + (j * rows + i) * width, width) != 0) {
+        FAIL() << "element (" << i << "," << j << ") differs";
+      }
     }
   }
 }
 
 TEST(OpsTest, TransposingCopiesTakeEveryKernelExactly) {
-  // NOTE [ 16x16 transposes in AVX-512 registers ]: whole tiles streamed into
-  // 64-byte aligned rows (stride 1600), with 11 rows and 5 columns of edges
-  // and partial 512-blocks and 64-column strips; fewer than 16 rows, which
-  // take the 4x4 SSE strips (streamed: 8.8 MB) on every processor; and
-  // small tiles-only and edges-only shapes.
-  ExpectTransposedCopy(1547, 1589, 1600);
-  ExpectTransposedCopy(13, 170000, 170000);
-  ExpectTransposedCopy(16, 16, 16);
-  ExpectTransposedCopy(32, 48, 64);
-  ExpectTransposedCopy(15, 17, 17);
-  ExpectTransposedCopy(17, 15, 15);
+  // NOTE [ Transposes in AVX-512 registers ]: whole tiles streamed into
+  // aligned rows (8 MB or more), with edges of rows and columns and partial
+  // 512-blocks and strips, for 4-, 8-, 2- and 1-byte elements; the same into an
+  // unaligned destination (offset 1), not streamed; fewer rows than a tile,
+  // which take the 4x4 SSE strips (streamed: 8.8 MB) or buffered tiles on
+  // every processor; tiles only.
+  ExpectTransposedCopy(*dtypes::Int32(), 1547, 1589, 1600);
+  ExpectTransposedCopy(*dtypes::Float64(), 1031, 1027, 1032);
+  ExpectTransposedCopy(*dtypes::Int16(), 2069, 2053, 2080);
+  ExpectTransposedCopy(*dtypes::UInt8(), 2947, 2887, 2944);
+  ExpectTransposedCopy(*dtypes::BFloat16(), 75, 83, 83, 1);
+  ExpectTransposedCopy(*dtypes::Int64(), 43, 37, 37, 1);
+  ExpectTransposedCopy(*dtypes::Float32(), 13, 170000, 170000);
+  ExpectTransposedCopy(*dtypes::Float16(), 31, 200, 200);
+  ExpectTransposedCopy(*dtypes::Int8(), 100, 300, 300);
+  ExpectTransposedCopy(*dtypes::Int8(), 63, 300, 300);
+  ExpectTransposedCopy(*dtypes::Float8E4M3FN(), 40, 70, 70, 1);
+  ExpectTransposedCopy(*dtypes::Int32(), 16, 16, 16);
+  ExpectTransposedCopy(*dtypes::Float64(), 8, 8, 8);
+  ExpectTransposedCopy(*dtypes::UInt8(), 64, 64, 64);
+  ExpectTransposedCopy(*dtypes::Int16(), 32, 32, 32);
+  ExpectTransposedCopy(*dtypes::Int16(), 32, 16, 16);
+  ExpectTransposedCopy(*dtypes::Int32(), 15, 17, 17);
+  ExpectTransposedCopy(*dtypes::Int32(), 17, 15, 15);
 }
 
 TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {

@@ -1,0 +1,498 @@
+#include "ops/internal/transpose.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#include <immintrin.h>
+#include <xmmintrin.h>
+#endif
+
+namespace strata {
+namespace ops_internal {
+
+// NOTE [ Blocked transposing copy ]
+// When dst is unit-stride in its inner mode and src in another mode, the copy
+// goes by 2-D tiles so that both sides stay in cache: rows of both sides are a
+// power of two apart for square matrices, so they share L1 sets. Without
+// SIMD, each source line of a tile is read once into a small buffer,
+// transposed there, and each destination line written once. Inlined with
+// constant bounds for whole tiles, the loops unroll and vectorize. Where the
+// processor has AVX-512, whole tiles are transposed in registers instead
+// (NOTE [ Transposes in AVX-512 registers ]); on any x86-64, 4-byte elements
+// go by 4x4 SSE blocks (NOTE [ Streaming 4-byte transposes ]).
+namespace {
+
+constexpr int64_t kTransposeTile = 16;
+
+template <typename T>
+inline void CopyTile(T* to, const T* from, int64_t to_row_stride,
+                     int64_t from_column_stride, int64_t rows, int64_t cols) {
+  T buffer[kTransposeTile * kTransposeTile];
+  for (int64_t j = 0; j < cols; ++j) {
+    const T* line = from + j * from_column_stride;
+    for (int64_t i = 0; i < rows; ++i) buffer[i * kTransposeTile + j] = line[i];
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    T* line = to + i * to_row_stride;
+    for (int64_t j = 0; j < cols; ++j) line[j] = buffer[i * kTransposeTile + j];
+  }
+}
+
+// The portable transpose: tiles through a buffer.
+template <typename T>
+void TransposeByBufferedTiles(T* to, const T* from, int64_t ts, int64_t fs,
+                              int64_t rows, int64_t cols) {
+  for (int64_t i0 = 0; i0 < rows; i0 += kTransposeTile) {
+    const int64_t ni = std::min(kTransposeTile, rows - i0);
+    for (int64_t j0 = 0; j0 < cols; j0 += kTransposeTile) {
+      const int64_t nj = std::min(kTransposeTile, cols - j0);
+      T* tile_to = to + i0 * ts + j0;
+      const T* tile_from = from + j0 * fs + i0;
+      if (ni == kTransposeTile && nj == kTransposeTile) {
+        CopyTile(tile_to, tile_from, ts, fs, kTransposeTile,
+                 kTransposeTile);  // Unrolled.
+      } else {
+        CopyTile(tile_to, tile_from, ts, fs, ni, nj);
+      }
+    }
+  }
+}
+
+// Outputs at least this large are written with streaming stores, which skip
+// the read-for-ownership a normal store pays (glibc's memcpy does the same).
+constexpr int64_t kStreamingBytes = int64_t{8} << 20;
+
+#if defined(__SSE2__)
+// NOTE [ Streaming 4-byte transposes ]
+// For 4-byte elements (on every x86-64, without -march flags), 4x4 blocks
+// transposed in SSE registers, walked in strips of 32 destination columns:
+// each destination row of a strip is two 64-byte lines, written once, and
+// the strip's 32 source lines are read sequentially. The strip's 8 blocks
+// per 4 rows are a loop of constant trip count, which unrolls: one pointer
+// per block, no index arithmetic between the stores. Where the output is
+// larger than the caches, the lines are streamed. Measured on a Zen 4
+// (float32 N x N, bandwidth as a fraction of memcpy's, N = 2048, 4096, 4160,
+// 8192): strips of 16 columns with a runtime block loop 0.36, 0.43, 0.51,
+// 0.44; unrolled strips of 32 columns 0.59, 0.74, 0.94, 0.77; of 16 or 64
+// columns slower than 32 at every N.
+constexpr int64_t kStripBlocks = 8;  // 4x4 blocks: 32 destination columns.
+
+// to[r][c] = from[c][r] for r, c < 4.
+template <bool kStream>
+inline void Transpose4x4(uint32_t* to, const uint32_t* from,
+                         int64_t to_row_stride, int64_t from_column_stride) {
+  const int64_t ts = to_row_stride, fs = from_column_stride;
+  const float* s = reinterpret_cast<const float*>(from);
+  __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + fs),
+         r2 = _mm_loadu_ps(s + 2 * fs), r3 = _mm_loadu_ps(s + 3 * fs);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  float* d = reinterpret_cast<float*>(to);
+  if constexpr (kStream) {
+    _mm_stream_ps(d, r0);
+    _mm_stream_ps(d + ts, r1);
+    _mm_stream_ps(d + 2 * ts, r2);
+    _mm_stream_ps(d + 3 * ts, r3);
+  } else {
+    _mm_storeu_ps(d, r0);
+    _mm_storeu_ps(d + ts, r1);
+    _mm_storeu_ps(d + 2 * ts, r2);
+    _mm_storeu_ps(d + 3 * ts, r3);
+  }
+}
+
+template <bool kStream>
+void TransposeStrips32(uint32_t* to, const uint32_t* from,
+                       int64_t to_row_stride, int64_t from_column_stride,
+                       int64_t rows, int64_t cols) {
+  const int64_t rows4 = rows / 4 * 4, cols4 = cols / 4 * 4;
+  const int64_t ts = to_row_stride, fs = from_column_stride;
+  const int64_t strip = 4 * kStripBlocks;
+  const int64_t strips_end = cols4 / strip * strip;
+  for (int64_t j0 = 0; j0 < strips_end; j0 += strip) {
+    for (int64_t i = 0; i < rows4; i += 4) {
+      for (int64_t b = 0; b < kStripBlocks; ++b) {
+        const int64_t j = j0 + 4 * b;
+        Transpose4x4<kStream>(to + i * ts + j, from + j * fs + i, ts, fs);
+      }
+    }
+  }
+  // The whole blocks past the last whole strip.
+  for (int64_t j0 = strips_end; j0 < cols4; j0 += 4) {
+    for (int64_t i = 0; i < rows4; i += 4) {
+      Transpose4x4<kStream>(to + i * ts + j0, from + j0 * fs + i, ts, fs);
+    }
+  }
+  if constexpr (kStream) _mm_sfence();
+  for (int64_t i = 0; i < rows; ++i) {  // The edges the blocks leave.
+    for (int64_t j = i < rows4 ? cols4 : 0; j < cols; ++j) {
+      to[i * ts + j] = from[j * fs + i];
+    }
+  }
+}
+#endif  // __SSE2__
+
+// The transpose of a rectangle without AVX-512: 4x4 SSE blocks for 4-byte
+// elements, else buffered tiles.
+template <typename T>
+void TransposePortable(T* to, const T* from, int64_t ts, int64_t fs,
+                       int64_t rows, int64_t cols) {
+#if defined(__SSE2__)
+  if constexpr (sizeof(T) == 4) {
+    auto* t = reinterpret_cast<uint32_t*>(to);
+    auto* f = reinterpret_cast<const uint32_t*>(from);
+    // Streaming stores need 16-byte aligned destination rows.
+    if (reinterpret_cast<uintptr_t>(to) % 16 == 0 && ts % 4 == 0 &&
+        rows * cols * 4 >= kStreamingBytes) {
+      TransposeStrips32<true>(t, f, ts, fs, rows, cols);
+    } else {
+      TransposeStrips32<false>(t, f, ts, fs, rows, cols);
+    }
+    return;
+  }
+#endif
+  TransposeByBufferedTiles(to, from, ts, fs, rows, cols);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define STRATA_AVX512_TRANSPOSE 1
+// NOTE [ Transposes in AVX-512 registers ]
+// Where the processor has AVX-512 (F and BW, asked at run time: the build
+// targets baseline x86-64), whole tiles are transposed in zmm registers: each
+// tile reads whole 64-byte source lines and writes whole destination lines
+// (half lines for 2-byte elements, whose other half the next tile writes), each
+// line touched once, where 4x4 blocks read every source line four times and
+// fill each destination line in pieces, and buffered tiles move one element
+// at a time. Tiles: 16x16 of 4 bytes (a 16x16 transpose of 32-bit lanes), 8x8
+// of 8 bytes, and 32 destination rows by 16 columns of 2 bytes (the 16x16
+// 32-bit transpose of 16 source rows, then the two 2-byte halves of each lane
+// apart). They are walked in strips of 256 destination bytes inside blocks
+// of 512x512 elements, so that the pages a block touches (512 on each side)
+// stay in the TLB: a strip over all rows of a 4096-row matrix touched a new
+// destination page at every row. Measured on a Zen 4, as a fraction of
+// memcpy's bandwidth in one run: 4096x4096 float32 by 4x4 SSE strips of 32
+// columns 0.40; by 16x16 tiles in strips of 16 columns 0.24, of 32 0.40, of
+// 64 0.51, in 512x512 blocks of 64-column strips 0.66 (blocks of 256 0.60,
+// of 1024 0.65).
+#define STRATA_AVX512 __attribute__((target("avx512f,avx512bw")))
+
+constexpr int64_t kTileBlock = 512;
+constexpr int64_t kStripBytes = 256;
+
+bool Avx512Available() {
+  static const bool supported =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+  return supported;
+}
+
+// The low and the high 64-bit pairs of each 128-bit lane of a and b,
+// interleaved (unpacklo_pd and unpackhi_pd on float lanes).
+STRATA_AVX512 inline __m512 LowPairs(__m512 a, __m512 b) {
+  return _mm512_castpd_ps(
+      _mm512_unpacklo_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+STRATA_AVX512 inline __m512 HighPairs(__m512 a, __m512 b) {
+  return _mm512_castpd_ps(
+      _mm512_unpackhi_pd(_mm512_castps_pd(a), _mm512_castps_pd(b)));
+}
+
+// r[c] = 32-bit lane c of the 16 lines of 64 bytes at `from`, `line_bytes`
+// apart: the 16x16 transpose of their 32-bit lanes.
+STRATA_AVX512 inline void LoadTransposed16x16(const char* from,
+                                              int64_t line_bytes,
+                                              __m512 r[16]) {
+  __m512 t[16];
+  for (int k = 0; k < 16; ++k) r[k] = _mm512_loadu_ps(from + k * line_bytes);
+  // Pairs of rows interleaved, then pairs of pairs: r[4q + p] holds, in its
+  // 128-bit lane L, rows 4q..4q+3 of column 4L + p.
+  for (int k = 0; k < 16; k += 2) {
+    t[k] = _mm512_unpacklo_ps(r[k], r[k + 1]);
+    t[k + 1] = _mm512_unpackhi_ps(r[k], r[k + 1]);
+  }
+  for (int k = 0; k < 16; k += 4) {
+    r[k] = LowPairs(t[k], t[k + 2]);
+    r[k + 1] = HighPairs(t[k], t[k + 2]);
+    r[k + 2] = LowPairs(t[k + 1], t[k + 3]);
+    r[k + 3] = HighPairs(t[k + 1], t[k + 3]);
+  }
+  // Then the 128-bit lanes: the even and the odd lanes of row groups 0 and
+  // 1, and of 2 and 3, and once more, leave column c whole in r[c].
+  for (int k = 0; k < 4; ++k) {
+    t[k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0x88);
+    t[4 + k] = _mm512_shuffle_f32x4(r[k], r[4 + k], 0xDD);
+    t[8 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0x88);
+    t[12 + k] = _mm512_shuffle_f32x4(r[8 + k], r[12 + k], 0xDD);
+  }
+  for (int k = 0; k < 4; ++k) {
+    r[k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0x88);
+    r[8 + k] = _mm512_shuffle_f32x4(t[k], t[8 + k], 0xDD);
+    r[4 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0x88);
+    r[12 + k] = _mm512_shuffle_f32x4(t[4 + k], t[12 + k], 0xDD);
+  }
+}
+
+template <bool kStream>
+STRATA_AVX512 inline void Store64(char* to, __m512 v) {
+  if constexpr (kStream) {
+    _mm512_stream_ps(reinterpret_cast<float*>(to), v);
+  } else {
+    _mm512_storeu_ps(reinterpret_cast<float*>(to), v);
+  }
+}
+
+// A tile writes kRows destination rows of kCols elements each, of kStore
+// bytes per store; `to` and `from` are its corners, the strides in bytes.
+struct Tile4 {  // 16x16 of 4 bytes.
+  static constexpr int64_t kRows = 16, kCols = 16, kStore = 64;
+  template <bool kStream>
+  STRATA_AVX512 static inline void Copy(char* to, const char* from,
+                                        int64_t to_row_bytes,
+                                        int64_t from_column_bytes) {
+    __m512 r[16];
+    LoadTransposed16x16(from, from_column_bytes, r);
+    for (int k = 0; k < 16; ++k) Store64<kStream>(to + k * to_row_bytes, r[k]);
+  }
+};
+
+struct Tile8 {  // 8x8 of 8 bytes.
+  static constexpr int64_t kRows = 8, kCols = 8, kStore = 64;
+  template <bool kStream>
+  STRATA_AVX512 static inline void Copy(char* to, const char* from,
+                                        int64_t to_row_bytes,
+                                        int64_t from_column_bytes) {
+    __m512d r[8], t[8];
+    for (int k = 0; k < 8; ++k)
+      r[k] = _mm512_loadu_pd(from + k * from_column_bytes);
+    // Rows a, b: (a0 b0 a2 b2 ...) and (a1 b1 a3 b3 ...).
+    for (int k = 0; k < 8; k += 2) {
+      t[k] = _mm512_unpacklo_pd(r[k], r[k + 1]);
+      t[k + 1] = _mm512_unpackhi_pd(r[k], r[k + 1]);
+    }
+    // Then rows a..d: (a0 b0 c0 d0 a4 b4 c4 d4) and so on.
+    const __m512i even = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+    const __m512i odd = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+    for (int k = 0; k < 8; k += 4) {
+      r[k] = _mm512_permutex2var_pd(t[k], even, t[k + 2]);
+      r[k + 2] = _mm512_permutex2var_pd(t[k], odd, t[k + 2]);
+      r[k + 1] = _mm512_permutex2var_pd(t[k + 1], even, t[k + 3]);
+      r[k + 3] = _mm512_permutex2var_pd(t[k + 1], odd, t[k + 3]);
+    }
+    // Then the halves: column c whole.
+    for (int k = 0; k < 4; ++k) {
+      t[k] = _mm512_shuffle_f64x2(r[k], r[4 + k], 0x44);
+      t[4 + k] = _mm512_shuffle_f64x2(r[k], r[4 + k], 0xEE);
+    }
+    for (int k = 0; k < 8; ++k) {
+      Store64<kStream>(to + k * to_row_bytes, _mm512_castpd_ps(t[k]));
+    }
+  }
+};
+
+struct Tile2 {  // 32x32 of 2 bytes.
+  static constexpr int64_t kRows = 32, kCols = 32, kStore = 64;
+  template <bool kStream>
+  STRATA_AVX512 static inline void Copy(char* to, const char* from,
+                                        int64_t to_row_bytes,
+                                        int64_t from_column_bytes) {
+    // 32-bit lane c of source lines 0..15 (in low[c]) and 16..31 (in
+    // high[c]) holds their elements 2c and 2c + 1: the even halves of both
+    // are destination row 2c, the odd ones row 2c + 1, each a whole line.
+    __m512 low[16], high[16];
+    LoadTransposed16x16(from, from_column_bytes, low);
+    LoadTransposed16x16(from + 16 * from_column_bytes, from_column_bytes, high);
+    static constexpr uint16_t kEven[32] = {
+        0,  2,  4,  6,  8,  10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30,
+        32, 34, 36, 38, 40, 42, 44, 46, 48, 50, 52, 54, 56, 58, 60, 62};
+    static constexpr uint16_t kOdd[32] = {
+        1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+        33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+    const __m512i even = _mm512_loadu_si512(kEven);
+    const __m512i odd = _mm512_loadu_si512(kOdd);
+    for (int c = 0; c < 16; ++c) {
+      const __m512i a = _mm512_castps_si512(low[c]);
+      const __m512i b = _mm512_castps_si512(high[c]);
+      Store64<kStream>(
+          to + 2 * c * to_row_bytes,
+          _mm512_castsi512_ps(_mm512_permutex2var_epi16(a, even, b)));
+      Store64<kStream>(
+          to + (2 * c + 1) * to_row_bytes,
+          _mm512_castsi512_ps(_mm512_permutex2var_epi16(a, odd, b)));
+    }
+  }
+};
+
+struct Tile1 {  // 64x64 of 1 byte.
+  static constexpr int64_t kRows = 64, kCols = 64, kStore = 64;
+  template <bool kStream>
+  STRATA_AVX512 static inline void Copy(char* to, const char* from,
+                                        int64_t to_row_bytes,
+                                        int64_t from_column_bytes) {
+    // 32-bit lane c of source lines 16g..16g+15 holds their bytes 4c..4c+3.
+    // Within each 128-bit lane (4 lines of 4 bytes), the bytes are grouped
+    // by position k, then the groups gathered so that 128-bit lane k holds
+    // byte 4c + k of the 16 lines in order: by_line[g][c].
+    static constexpr uint8_t kByPosition[64] = {
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+    static constexpr uint32_t kGather[16] = {0, 4, 8,  12, 1, 5, 9,  13,
+                                             2, 6, 10, 14, 3, 7, 11, 15};
+    const __m512i by_position = _mm512_loadu_si512(kByPosition);
+    const __m512i gather = _mm512_loadu_si512(kGather);
+    __m512i by_line[4][16];
+    for (int g = 0; g < 4; ++g) {
+      __m512 r[16];
+      LoadTransposed16x16(from + 16 * g * from_column_bytes, from_column_bytes,
+                          r);
+      for (int c = 0; c < 16; ++c) {
+        by_line[g][c] = _mm512_permutexvar_epi32(
+            gather,
+            _mm512_shuffle_epi8(_mm512_castps_si512(r[c]), by_position));
+      }
+    }
+    // Destination row 4c + k is 128-bit lane k of by_line[0..3][c]: a 4x4
+    // transpose of 128-bit lanes.
+    for (int c = 0; c < 16; ++c) {
+      const __m512i t0 =
+          _mm512_shuffle_i32x4(by_line[0][c], by_line[1][c], 0x44);
+      const __m512i t1 =
+          _mm512_shuffle_i32x4(by_line[0][c], by_line[1][c], 0xEE);
+      const __m512i t2 =
+          _mm512_shuffle_i32x4(by_line[2][c], by_line[3][c], 0x44);
+      const __m512i t3 =
+          _mm512_shuffle_i32x4(by_line[2][c], by_line[3][c], 0xEE);
+      char* row = to + 4 * c * to_row_bytes;
+      Store64<kStream>(row,
+                       _mm512_castsi512_ps(_mm512_shuffle_i32x4(t0, t2, 0x88)));
+      Store64<kStream>(row + to_row_bytes,
+                       _mm512_castsi512_ps(_mm512_shuffle_i32x4(t0, t2, 0xDD)));
+      Store64<kStream>(row + 2 * to_row_bytes,
+                       _mm512_castsi512_ps(_mm512_shuffle_i32x4(t1, t3, 0x88)));
+      Store64<kStream>(row + 3 * to_row_bytes,
+                       _mm512_castsi512_ps(_mm512_shuffle_i32x4(t1, t3, 0xDD)));
+    }
+  }
+};
+
+// The whole tiles of a transpose of T, in strips inside blocks (NOTE
+// [ Transposes in AVX-512 registers ]); *rows_done x *cols_done is what they
+// cover, from the corner.
+template <typename T, typename Tile, bool kStream>
+STRATA_AVX512 void TransposeTiles(T* to, const T* from, int64_t ts, int64_t fs,
+                                  int64_t rows, int64_t cols,
+                                  int64_t* rows_done, int64_t* cols_done) {
+  constexpr int64_t kStrip = kStripBytes / sizeof(T);
+  static_assert(kStrip % Tile::kCols == 0 && kTileBlock % kStrip == 0 &&
+                kTileBlock % Tile::kRows == 0);
+  const int64_t tiled_rows = rows / Tile::kRows * Tile::kRows;
+  const int64_t tiled_cols = cols / Tile::kCols * Tile::kCols;
+  const int64_t to_row_bytes = ts * static_cast<int64_t>(sizeof(T));
+  const int64_t from_column_bytes = fs * static_cast<int64_t>(sizeof(T));
+  for (int64_t i0 = 0; i0 < tiled_rows; i0 += kTileBlock) {
+    const int64_t i1 = std::min(i0 + kTileBlock, tiled_rows);
+    for (int64_t j0 = 0; j0 < tiled_cols; j0 += kTileBlock) {
+      const int64_t j1 = std::min(j0 + kTileBlock, tiled_cols);
+      for (int64_t s0 = j0; s0 < j1; s0 += kStrip) {
+        const int64_t s1 = std::min(s0 + kStrip, j1);
+        for (int64_t i = i0; i < i1; i += Tile::kRows) {
+          for (int64_t j = s0; j < s1; j += Tile::kCols) {
+            Tile::template Copy<kStream>(
+                reinterpret_cast<char*>(to + i * ts + j),
+                reinterpret_cast<const char*>(from + j * fs + i), to_row_bytes,
+                from_column_bytes);
+          }
+        }
+      }
+    }
+  }
+  if constexpr (kStream) _mm_sfence();
+  *rows_done = tiled_rows;
+  *cols_done = tiled_cols;
+}
+
+template <typename T>
+struct TileOf;
+template <>
+struct TileOf<uint8_t> {
+  using Type = Tile1;
+};
+template <>
+struct TileOf<uint16_t> {
+  using Type = Tile2;
+};
+template <>
+struct TileOf<uint32_t> {
+  using Type = Tile4;
+};
+template <>
+struct TileOf<uint64_t> {
+  using Type = Tile8;
+};
+
+// Whether the AVX-512 tiles copied this transpose (and did it).
+template <typename T>
+bool TransposeByAvx512(T* to, const T* from, int64_t ts, int64_t fs,
+                       int64_t rows, int64_t cols) {
+  using Tile = typename TileOf<T>::Type;
+  if (rows < Tile::kRows || cols < Tile::kCols || !Avx512Available())
+    return false;
+  int64_t rows_done, cols_done;
+  // Streaming stores need destination rows aligned to their width.
+  const int64_t row_bytes = ts * static_cast<int64_t>(sizeof(T));
+  if (rows * cols * static_cast<int64_t>(sizeof(T)) >= kStreamingBytes &&
+      reinterpret_cast<uintptr_t>(to) % Tile::kStore == 0 &&
+      row_bytes % Tile::kStore == 0) {
+    TransposeTiles<T, Tile, true>(to, from, ts, fs, rows, cols, &rows_done,
+                                  &cols_done);
+  } else {
+    TransposeTiles<T, Tile, false>(to, from, ts, fs, rows, cols, &rows_done,
+                                   &cols_done);
+  }
+  if (cols_done < cols) {  // The columns right of the tiles, beside them.
+    TransposePortable(to + cols_done, from + cols_done * fs, ts, fs, rows_done,
+                      cols - cols_done);
+  }
+  if (rows_done < rows) {  // The rows below the tiles, whole.
+    TransposePortable(to + rows_done * ts, from + rows_done, ts, fs,
+                      rows - rows_done, cols);
+  }
+  return true;
+}
+#endif  // x86-64 with GCC or Clang
+
+template <typename T>
+void TransposeTyped(void* to, const void* from, int64_t ts, int64_t fs,
+                    int64_t rows, int64_t cols) {
+  T* t = static_cast<T*>(to);
+  const T* f = static_cast<const T*>(from);
+#if defined(STRATA_AVX512_TRANSPOSE)
+  if (TransposeByAvx512(t, f, ts, fs, rows, cols)) return;
+#endif
+  TransposePortable(t, f, ts, fs, rows, cols);
+}
+
+}  // namespace
+
+void TransposeCopy(void* to, const void* from, int64_t to_row_stride,
+                   int64_t from_column_stride, int64_t rows, int64_t cols,
+                   int element_bytes) {
+  switch (element_bytes) {
+    case 1:
+      return TransposeTyped<uint8_t>(to, from, to_row_stride,
+                                     from_column_stride, rows, cols);
+    case 2:
+      return TransposeTyped<uint16_t>(to, from, to_row_stride,
+                                      from_column_stride, rows, cols);
+    case 4:
+      return TransposeTyped<uint32_t>(to, from, to_row_stride,
+                                      from_column_stride, rows, cols);
+    default:
+      return TransposeTyped<uint64_t>(to, from, to_row_stride,
+                                      from_column_stride, rows, cols);
+  }
+}
+
+}  // namespace ops_internal
+}  // namespace strata

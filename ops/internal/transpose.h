@@ -1,0 +1,23 @@
+// The transposing copy behind CopyFrom, Contiguous and Cast of a transposed
+// Tensor: to[i][j] = from[j][i] with both inner sides unit-stride, at memory
+// bandwidth where the processor allows (NOTE [ Blocked transposing copy ] in
+// transpose.cc).
+#ifndef STRATA_OPS_INTERNAL_TRANSPOSE_H_
+#define STRATA_OPS_INTERNAL_TRANSPOSE_H_
+
+#include <cstdint>
+
+namespace strata {
+namespace ops_internal {
+
+// to[i * to_row_stride + j] = from[j * from_column_stride + i] for i < rows
+// and j < cols, of elements of `element_bytes` bytes (1, 2, 4 or 8; strides
+// in elements). The regions must not overlap.
+void TransposeCopy(void* to, const void* from, int64_t to_row_stride,
+                   int64_t from_column_stride, int64_t rows, int64_t cols,
+                   int element_bytes);
+
+}  // namespace ops_internal
+}  // namespace strata
+
+#endif  // STRATA_OPS_INTERNAL_TRANSPOSE_H_
