@@ -62,10 +62,10 @@ class CoalescedMode {
   bool later_nonzero_ = true;
 };
 
-// Whether the integer mode (e):(d) of S_0 is a block of `block` values that
-// L_0 may not broadcast, as CoalescedMode reads it: extent 0 leaves the mode
-// 1:0; extent 1 is one L_0 always broadcasts; any other extent with stride 0
-// is (e):(0).
+// Whether the integer mode (e):(d) of S_0 is a block of `block` values, as
+// CoalescedMode reads it, unless L_0 broadcasts it (which the caller asks):
+// extent 0 leaves the mode 1:0; extent 1 is never a block, as L_0 broadcasts
+// every mode of extent 1; any other extent with stride 0 is (e):(0).
 inline bool IntegerModeIsBlock(int64_t e, int64_t d, int64_t block) {
   return e == 0 ? block == 1 : e > 1 && e == block && d == 0;
 }
@@ -105,7 +105,7 @@ bool HierarchicalModeIsBlock(const int32_t* tokens, const int64_t* extents,
 // not broadcast; *blocked is the last of them. The modes are walked in the
 // tokens (no element table: this runs in every view of a block-scaled
 // Tensor), and an integer mode whose extent is neither `block` nor 0, most
-// of them, costs one comparison.
+// of them, costs two comparisons.
 int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
                       int* blocked) {
   // Raw pointers and locals: a store through `blocked` may alias the sizes

@@ -1,6 +1,5 @@
 #include "ops/internal/copy_kernel.h"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>

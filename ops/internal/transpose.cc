@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
 #include <immintrin.h>
-#include <xmmintrin.h>
 #endif
 
 namespace strata {
@@ -15,13 +14,14 @@ namespace ops_internal {
 // NOTE [ Blocked transposing copy ]
 // When dst is unit-stride in its inner mode and src in another mode, the copy
 // goes by 2-D tiles so that both sides stay in cache: rows of both sides are a
-// power of two apart for square matrices, so they share L1 sets. Without
-// SIMD, each source line of a tile is read once into a small buffer,
-// transposed there, and each destination line written once. Inlined with
-// constant bounds for whole tiles, the loops unroll and vectorize. Where the
-// processor has AVX-512, whole tiles are transposed in registers instead
-// (NOTE [ Transposes in AVX-512 registers ]); on any x86-64, 4-byte elements
-// go by 4x4 SSE blocks (NOTE [ Streaming 4-byte transposes ]).
+// power of two apart for square matrices, so they share L1 sets. Where the
+// processor has AVX-512, whole tiles are transposed in registers (NOTE
+// [ Transposes in AVX-512 registers ]). Elsewhere, and for the edges those
+// tiles leave and matrices thinner than a tile: 4-byte elements go by 4x4 SSE
+// blocks on x86-64 (NOTE [ Streaming 4-byte transposes ]); the others by
+// buffered tiles, each source line of a tile read once into a small buffer,
+// transposed there, and each destination line written once (inlined with
+// constant bounds for whole tiles, the loops unroll and vectorize).
 namespace {
 
 constexpr int64_t kTransposeTile = 16;
@@ -66,7 +66,8 @@ constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 
 #if defined(__SSE2__)
 // NOTE [ Streaming 4-byte transposes ]
-// For 4-byte elements (on every x86-64, without -march flags), 4x4 blocks
+// For 4-byte elements (on x86-64 without AVX-512, and for the edges of its
+// tiles; SSE needs no -march flag), 4x4 blocks
 // transposed in SSE registers, walked in strips of 32 destination columns:
 // each destination row of a strip is two 64-byte lines, written once, and
 // the strip's 32 source lines are read sequentially. The strip's 8 blocks
@@ -466,15 +467,55 @@ bool TransposeByAvx512(T* to, const T* from, int64_t ts, int64_t fs,
 }
 #endif  // x86-64 with GCC or Clang
 
+// The best kernel this processor has for elements of T.
 template <typename T>
-void TransposeTyped(void* to, const void* from, int64_t ts, int64_t fs,
-                    int64_t rows, int64_t cols) {
-  T* t = static_cast<T*>(to);
-  const T* f = static_cast<const T*>(from);
+struct BestKernel {
+  static void Run(void* to, const void* from, int64_t ts, int64_t fs,
+                  int64_t rows, int64_t cols) {
+    T* t = static_cast<T*>(to);
+    const T* f = static_cast<const T*>(from);
 #if defined(STRATA_AVX512_TRANSPOSE)
-  if (TransposeByAvx512(t, f, ts, fs, rows, cols)) return;
+    if (TransposeByAvx512(t, f, ts, fs, rows, cols)) return;
 #endif
-  TransposePortable(t, f, ts, fs, rows, cols);
+    TransposePortable(t, f, ts, fs, rows, cols);
+  }
+};
+
+// The kernel of processors without AVX-512.
+template <typename T>
+struct PortableKernel {
+  static void Run(void* to, const void* from, int64_t ts, int64_t fs,
+                  int64_t rows, int64_t cols) {
+    TransposePortable(static_cast<T*>(to), static_cast<const T*>(from), ts, fs,
+                      rows, cols);
+  }
+};
+
+// Kernel<T>::Run(args...) for the unsigned T of `width` bytes, or an element
+// at a time for any other width.
+template <template <typename> class Kernel>
+void ByWidth(void* to, const void* from, int64_t ts, int64_t fs, int64_t rows,
+             int64_t cols, int width) {
+  switch (width) {
+    case 1:
+      return Kernel<uint8_t>::Run(to, from, ts, fs, rows, cols);
+    case 2:
+      return Kernel<uint16_t>::Run(to, from, ts, fs, rows, cols);
+    case 4:
+      return Kernel<uint32_t>::Run(to, from, ts, fs, rows, cols);
+    case 8:
+      return Kernel<uint64_t>::Run(to, from, ts, fs, rows, cols);
+    default: {
+      char* t = static_cast<char*>(to);
+      const char* f = static_cast<const char*>(from);
+      for (int64_t i = 0; i < rows; ++i) {
+        for (int64_t j = 0; j < cols; ++j) {
+          std::memcpy(t + (i * ts + j) * width, f + (j * fs + i) * width,
+                      width);
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -482,20 +523,15 @@ void TransposeTyped(void* to, const void* from, int64_t ts, int64_t fs,
 void TransposeCopy(void* to, const void* from, int64_t to_row_stride,
                    int64_t from_column_stride, int64_t rows, int64_t cols,
                    int element_bytes) {
-  switch (element_bytes) {
-    case 1:
-      return TransposeTyped<uint8_t>(to, from, to_row_stride,
-                                     from_column_stride, rows, cols);
-    case 2:
-      return TransposeTyped<uint16_t>(to, from, to_row_stride,
-                                      from_column_stride, rows, cols);
-    case 4:
-      return TransposeTyped<uint32_t>(to, from, to_row_stride,
-                                      from_column_stride, rows, cols);
-    default:
-      return TransposeTyped<uint64_t>(to, from, to_row_stride,
-                                      from_column_stride, rows, cols);
-  }
+  ByWidth<BestKernel>(to, from, to_row_stride, from_column_stride, rows, cols,
+                      element_bytes);
+}
+
+void PortableTransposeCopy(void* to, const void* from, int64_t to_row_stride,
+                           int64_t from_column_stride, int64_t rows,
+                           int64_t cols, int element_bytes) {
+  ByWidth<PortableKernel>(to, from, to_row_stride, from_column_stride, rows,
+                          cols, element_bytes);
 }
 
 }  // namespace ops_internal

@@ -11,11 +11,18 @@ namespace strata {
 namespace ops_internal {
 
 // to[i * to_row_stride + j] = from[j * from_column_stride + i] for i < rows
-// and j < cols, of elements of `element_bytes` bytes (1, 2, 4 or 8; strides
-// in elements). The regions must not overlap.
+// and j < cols, of elements of `element_bytes` bytes (strides in elements;
+// widths 1, 2, 4 and 8 by tiles, any other an element at a time), by the best
+// kernel this processor has. The regions must not overlap.
 void TransposeCopy(void* to, const void* from, int64_t to_row_stride,
                    int64_t from_column_stride, int64_t rows, int64_t cols,
                    int element_bytes);
+
+// TransposeCopy as a processor without AVX-512 does it (its tests compare the
+// two on one machine).
+void PortableTransposeCopy(void* to, const void* from, int64_t to_row_stride,
+                           int64_t from_column_stride, int64_t rows,
+                           int64_t cols, int element_bytes);
 
 }  // namespace ops_internal
 }  // namespace strata
