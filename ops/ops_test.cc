@@ -187,6 +187,25 @@ TEST(OpsTest, CopyFromTransposesEveryWidthExactly) {
   ExpectTransposedCopy(*dtypes::Int32(), 15, 17, 17);
 }
 
+TEST(OpsTest, EmptyTensorsWithAHugeModeBuildNoTableOfIt) {
+  // (0, (2^20, 2^20)) is empty, but its second mode is not, and does not
+  // coalesce to one stride: a table of its offsets would hold 2^40 values
+  // (api_fuzzer crash 103bbf2a: Fill on a dataless carrier of 2^43 values,
+  // whose size let the table's budget pass). Ops iterate nothing, allocate
+  // nothing by its size and succeed, whatever the carrier.
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 4);
+  const Layout huge = L("(0,(1048576,1048576)):(1,(2097152,1))");
+  const Tensor empty = *Tensor::Create(carrier, 0, huge);
+  const Tensor other = *Tensor::Create(carrier, 0, huge);
+  EXPECT_TRUE(Fill(empty, Scalar::Float(1.0)).ok());
+  EXPECT_TRUE(CopyFrom(empty, other).ok());
+  EXPECT_TRUE(AddOut(empty, other, other).ok());
+  auto index_carrier = *HostCarrier::Create(*dtypes::Int64(), 1);
+  const Tensor index = *Tensor::Create(index_carrier, 0, L("(0,1):(1,1)"));
+  const Tensor src = *Tensor::Create(carrier, 0, L("(0,1):(1,1)"));
+  EXPECT_TRUE(Scatter(empty, 1, index, src).ok());
+}
+
 TEST(OpsTest, CopyFromAnOverlappingViewOfItself) {
   Tensor t = Iota("8:1");
   // t[1:8] = t[0:7], like a memmove.

@@ -1,4 +1,5 @@
 // Scatter (ops.h).
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <vector>
@@ -74,7 +75,12 @@ absl::Status Scatter(const Tensor& dst, int64_t dim, const Tensor& index,
   std::vector<ModeAccess> dst_access =
       AlignedAccess(dst.layout(), ishape, true);
   dst_access[dim] = ModeAccess();  // The index value chooses this coordinate.
-  const ModeAccess chosen = MakeModeAccess(dmodes[dim], false);
+  // With no index (an extent of 0), nothing is chosen, and dst's mode may be
+  // empty only through another mode, so its table would cost its size.
+  const bool no_index =
+      std::find(ishape.begin(), ishape.end(), 0) != ishape.end();
+  const ModeAccess chosen =
+      no_index ? ModeAccess() : MakeModeAccess(dmodes[dim], false);
   const std::array<std::vector<ModeAccess>, 3> ops = {
       AlignedAccess(index.layout(), ishape, true),
       AlignedAccess(src.layout(), ishape, true), dst_access};

@@ -25,9 +25,17 @@ ModeAccess MakeModeAccess(const Layout& mode, bool broadcast) {
 std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix) {
+  std::vector<ModeAccess> out(extents.size());
+  // Nothing is iterated where an extent is 0, and no element of an empty
+  // layout is reached (Scatter's prefix access of an empty dst refuses every
+  // index first), while a table would cost its mode's size: (0, 2^40) is
+  // empty, but its second mode is not (NOTE [ Offset-table budget ]).
+  if (layout.size() == 0) return out;
+  for (const int64_t e : extents) {
+    if (e == 0) return out;
+  }
   const auto modes = TopLevelModes(layout);
   const int64_t lead = static_cast<int64_t>(extents.size()) - modes.size();
-  std::vector<ModeAccess> out(extents.size());
   for (size_t p = 0; p < extents.size(); ++p) {
     const int64_t j = static_cast<int64_t>(p) - lead;
     if (j < 0) continue;  // A new leading mode: broadcast.
