@@ -67,10 +67,10 @@ constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 #if defined(__SSE2__)
 // NOTE [ Streaming 4-byte transposes ]
 // For 4-byte elements (on x86-64 without AVX-512, and for the edges of its
-// tiles; SSE needs no -march flag), 4x4 blocks
-// transposed in SSE registers, walked in strips of 32 destination columns:
-// each destination row of a strip is two 64-byte lines, written once, and
-// the strip's 32 source lines are read sequentially. The strip's 8 blocks
+// tiles; SSE needs no -march flag), 4x4 blocks transposed in SSE registers,
+// walked in strips of 32 destination columns: each destination row of a
+// strip is two 64-byte lines, written once, and the strip's 32 source lines
+// are read sequentially. The strip's 8 blocks
 // per 4 rows are a loop of constant trip count, which unrolls: one pointer
 // per block, no index arithmetic between the stores. Where the output is
 // larger than the caches, the lines are streamed. Measured on a Zen 4
@@ -467,44 +467,32 @@ bool TransposeByAvx512(T* to, const T* from, int64_t ts, int64_t fs,
 }
 #endif  // x86-64 with GCC or Clang
 
-// The best kernel this processor has for elements of T.
+// The transpose of elements of T: by AVX-512 tiles where the processor has
+// them and `portable` is false, else as processors without them do it.
 template <typename T>
-struct BestKernel {
-  static void Run(void* to, const void* from, int64_t ts, int64_t fs,
-                  int64_t rows, int64_t cols) {
-    T* t = static_cast<T*>(to);
-    const T* f = static_cast<const T*>(from);
+void TransposeOf(void* to, const void* from, int64_t ts, int64_t fs,
+                 int64_t rows, int64_t cols, bool portable) {
+  T* t = static_cast<T*>(to);
+  const T* f = static_cast<const T*>(from);
 #if defined(STRATA_AVX512_TRANSPOSE)
-    if (TransposeByAvx512(t, f, ts, fs, rows, cols)) return;
+  if (!portable && TransposeByAvx512(t, f, ts, fs, rows, cols)) return;
 #endif
-    TransposePortable(t, f, ts, fs, rows, cols);
-  }
-};
+  TransposePortable(t, f, ts, fs, rows, cols);
+}
 
-// The kernel of processors without AVX-512.
-template <typename T>
-struct PortableKernel {
-  static void Run(void* to, const void* from, int64_t ts, int64_t fs,
-                  int64_t rows, int64_t cols) {
-    TransposePortable(static_cast<T*>(to), static_cast<const T*>(from), ts, fs,
-                      rows, cols);
-  }
-};
-
-// Kernel<T>::Run(args...) for the unsigned T of `width` bytes, or an element
-// at a time for any other width.
-template <template <typename> class Kernel>
-void ByWidth(void* to, const void* from, int64_t ts, int64_t fs, int64_t rows,
-             int64_t cols, int width) {
+// TransposeOf the unsigned type of `width` bytes, or an element at a time
+// for any other width.
+void TransposeByWidth(void* to, const void* from, int64_t ts, int64_t fs,
+                      int64_t rows, int64_t cols, int width, bool portable) {
   switch (width) {
     case 1:
-      return Kernel<uint8_t>::Run(to, from, ts, fs, rows, cols);
+      return TransposeOf<uint8_t>(to, from, ts, fs, rows, cols, portable);
     case 2:
-      return Kernel<uint16_t>::Run(to, from, ts, fs, rows, cols);
+      return TransposeOf<uint16_t>(to, from, ts, fs, rows, cols, portable);
     case 4:
-      return Kernel<uint32_t>::Run(to, from, ts, fs, rows, cols);
+      return TransposeOf<uint32_t>(to, from, ts, fs, rows, cols, portable);
     case 8:
-      return Kernel<uint64_t>::Run(to, from, ts, fs, rows, cols);
+      return TransposeOf<uint64_t>(to, from, ts, fs, rows, cols, portable);
     default: {
       char* t = static_cast<char*>(to);
       const char* f = static_cast<const char*>(from);
@@ -523,15 +511,15 @@ void ByWidth(void* to, const void* from, int64_t ts, int64_t fs, int64_t rows,
 void TransposeCopy(void* to, const void* from, int64_t to_row_stride,
                    int64_t from_column_stride, int64_t rows, int64_t cols,
                    int element_bytes) {
-  ByWidth<BestKernel>(to, from, to_row_stride, from_column_stride, rows, cols,
-                      element_bytes);
+  TransposeByWidth(to, from, to_row_stride, from_column_stride, rows, cols,
+                   element_bytes, /*portable=*/false);
 }
 
 void PortableTransposeCopy(void* to, const void* from, int64_t to_row_stride,
                            int64_t from_column_stride, int64_t rows,
                            int64_t cols, int element_bytes) {
-  ByWidth<PortableKernel>(to, from, to_row_stride, from_column_stride, rows,
-                          cols, element_bytes);
+  TransposeByWidth(to, from, to_row_stride, from_column_stride, rows, cols,
+                   element_bytes, /*portable=*/true);
 }
 
 }  // namespace ops_internal
