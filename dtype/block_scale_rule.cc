@@ -3,7 +3,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/base/optimization.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
@@ -62,78 +61,35 @@ class CoalescedMode {
   bool later_nonzero_ = true;
 };
 
-// Whether the integer mode (e):(d) of S_0 is a block of `block` values, as
-// CoalescedMode reads it, unless L_0 broadcasts it (which the caller asks):
-// extent 0 leaves the mode 1:0; extent 1 is never a block, as L_0 broadcasts
-// every mode of extent 1; any other extent with stride 0 is (e):(0).
-inline bool IntegerModeIsBlock(int64_t e, int64_t d, int64_t block) {
-  return e == 0 ? block == 1 : e > 1 && e == block && d == 0;
-}
-
-// Whether the hierarchical mode whose tokens start at `*token` (leaves from
-// `*leaf`) is a block of `block` values that L_0 does not broadcast (every
-// leaf of extent > 1 of stride 0 in L_0); advances both past the mode. One
-// walk of its tokens, its leaves coalesced as they pass.
-bool HierarchicalModeIsBlock(const int32_t* tokens, const int64_t* extents,
-                             const int64_t* s0_strides,
-                             const int64_t* l0_strides, int64_t block,
-                             int* token, int* leaf) {
-  CoalescedMode mode;
-  bool broadcast = true;
-  int t = *token;
-  int k = *leaf;
-  int pending = 1;  // Nodes of the mode still to visit.
-  while (pending > 0) {
-    const int32_t node = tokens[t++];
-    --pending;
-    if (node != IntTuple::kLeafToken) {
-      pending += node;
-      continue;
-    }
-    const int64_t e = extents[k];
-    broadcast = broadcast && (e == 1 || l0_strides[k] == 0);
-    mode.Add(e, s0_strides[k]);
-    ++k;
-  }
-  *token = t;
-  *leaf = k;
-  mode.Finish();
-  return mode.IsBlockOf(block) && !broadcast;
-}
-
 // How many top-level modes of S_0 are blocks of `block` values that L_0 does
 // not broadcast; *blocked is the last of them. The modes are walked in the
 // tokens (no element table: this runs in every view of a block-scaled
-// Tensor), and an integer mode whose extent is neither `block` nor 0, most
-// of them, costs two comparisons.
+// Tensor).
 int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
                       int* blocked) {
   // Raw pointers and locals: a store through `blocked` may alias the sizes
   // of the layouts' small vectors, which every access would then reload.
   const IntTuple& shape = s0.shape();
   const int32_t* tokens = shape.tokens().data();
-  const int64_t* extents = shape.leaves().data();
+  const int64_t* s0_extents = shape.leaves().data();
   const int64_t* s0_strides = s0.stride().leaves().data();
   // L_0 has S_0's shape: the same leaves make the same mode.
   const int64_t* l0_strides = l0.stride().leaves().data();
-  if (shape.is_leaf()) {  // One integer mode.
-    const bool is_block =
-        IntegerModeIsBlock(extents[0], s0_strides[0], block) &&
-        l0_strides[0] != 0;
-    if (is_block) *blocked = 0;
-    return is_block ? 1 : 0;
-  }
-  const int rank = tokens[0];
-  int token = 1;
+  const int rank = shape.is_leaf() ? 1 : tokens[0];
+  int token = shape.is_leaf() ? 0 : 1;
   int leaf = 0;
   int count = 0;
   int last_blocked = -1;
   for (int i = 0; i < rank; ++i) {
     if (tokens[token] == IntTuple::kLeafToken) {
-      const int64_t e = extents[leaf];
-      if (ABSL_PREDICT_FALSE(e == block || e == 0) &&
-          IntegerModeIsBlock(e, s0_strides[leaf], block) &&
-          l0_strides[leaf] != 0) {
+      // An integer mode (most modes), as CoalescedMode reads it: extent 1
+      // adds nothing and L_0 broadcasts it; extent 0 leaves the mode 1:0; any
+      // other extent e with stride 0 is (e):(0). A block where that is
+      // (block):(0) and L_0 does not broadcast it.
+      const int64_t e = s0_extents[leaf];
+      const bool block_shaped =
+          e == 0 ? block == 1 : e > 1 && e == block && s0_strides[leaf] == 0;
+      if (block_shaped && l0_strides[leaf] != 0) {
         last_blocked = i;
         ++count;
       }
@@ -141,8 +97,26 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
       ++leaf;
       continue;
     }
-    if (HierarchicalModeIsBlock(tokens, extents, s0_strides, l0_strides, block,
-                                &token, &leaf)) {
+    // A hierarchical mode, in one walk of its tokens: its leaves coalesced
+    // as they pass, and whether L_0 broadcasts it (every leaf of extent > 1
+    // of stride 0).
+    CoalescedMode mode;
+    bool broadcast = true;
+    int pending = 1;  // Nodes of the mode still to visit.
+    while (pending > 0) {
+      const int32_t t = tokens[token++];
+      --pending;
+      if (t != IntTuple::kLeafToken) {
+        pending += t;
+        continue;
+      }
+      const int64_t e = s0_extents[leaf];
+      broadcast = broadcast && (e == 1 || l0_strides[leaf] == 0);
+      mode.Add(e, s0_strides[leaf]);
+      ++leaf;
+    }
+    mode.Finish();
+    if (mode.IsBlockOf(block) && !broadcast) {
       last_blocked = i;
       ++count;
     }
