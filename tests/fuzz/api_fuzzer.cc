@@ -1405,6 +1405,20 @@ class Session {
   }
 
   // NumPy broadcast of two shapes (nullopt when they do not broadcast).
+  // At most kSmall elements (no product overflows: it stops at kSmall).
+  static bool SmallShape(const std::vector<int64_t>& shape) {
+    int64_t n = 1;
+    for (const int64_t e : shape) {
+      if (e == 0) return true;
+    }
+    for (const int64_t e : shape) {
+      if (e > kSmall) return false;
+      n *= e;
+      if (n > kSmall) return false;
+    }
+    return true;
+  }
+
   static std::optional<std::vector<int64_t>> Broadcast(
       const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
     std::vector<int64_t> out(std::max(a.size(), b.size()));
@@ -1538,6 +1552,9 @@ class Session {
     if (neg) rt = sa && Arithmetic(sa) && !sa->is_bool() ? sa : nullptr;
     const auto shape = neg ? std::optional<std::vector<int64_t>>(Shape(a))
                            : Broadcast(Shape(a), Shape(b));
+    // Two small operands can broadcast to kSmall^2 elements, which the
+    // result and the reference would then touch (a 22 s unit).
+    if (shape && !SmallShape(*shape)) return;
     std::vector<Val> want;
     const bool ref =
         rt && shape && Readable(a) && (neg || Readable(b)) && !(rt->is_bool());
