@@ -1862,7 +1862,13 @@ class Session {
         const auto before = Capture();
         absl::StatusOr<ag::Variable> v = absl::UnknownError("unset");
         const std::vector<int64_t> e = Shape(a.value());
-        switch (r_.Range(0, 11)) {
+        const int choice = static_cast<int>(r_.Range(0, 11));
+        // The binary ops broadcast (see BinaryOps).
+        if (choice <= 3) {
+          const auto shape = Broadcast(e, Shape(b.value()));
+          if (shape && !SmallShape(*shape)) return;
+        }
+        switch (choice) {
           case 0:
             v = ag::Add(a, b);
             break;
