@@ -1,4 +1,5 @@
 // bazel run --config=opt //core:tensor_benchmark
+// (STRATA_BENCH_THREADED=1: as a multi-threaded process, layout/bench_threads.h)
 #include <memory>
 #include <vector>
 
@@ -7,6 +8,7 @@
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "dtype/registry.h"
+#include "layout/bench_threads.h"
 #include "layout/layout.h"
 
 namespace strata {
@@ -19,6 +21,7 @@ std::shared_ptr<Carrier> FloatCarrier(int64_t size) {
 void TensorCreate(benchmark::State& state, const char* layout_text) {
   const Layout layout = *ParseLayout(layout_text);
   const auto carrier = FloatCarrier(layout.cosize());
+  if (testing::BenchmarksThreaded()) state.SetLabel("threaded");
   for (auto _ : state) {
     benchmark::DoNotOptimize(Tensor::Create(carrier, 0, layout));
   }

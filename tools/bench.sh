@@ -2,6 +2,8 @@
 # Builds and runs every benchmark target (tag "benchmark") with repetitions and writes
 #   DIR/results.json   one Google Benchmark JSON document (all runs, aggregates included)
 #   DIR/report.md      name, median, unit and the ratio to the in-run reference
+# core:tensor_benchmark and views:views_benchmark run twice, the second time as a
+# multi-threaded process (target names ending in _threaded).
 # Usage: tools/bench.sh [--peer] [--repetitions N] DIR
 #   --peer  also builds //tools/peer:torch_peer_benchmark against Debian's libtorch-dev
 #           (installed if missing) and reports Strata/libtorch ratios.
@@ -35,6 +37,15 @@ for t in $targets; do
   binary="bazel-bin/$(echo "${t#//}" | tr ':' '/')"
   echo "== $t"
   "$binary" --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=false \
+    --benchmark_out="$out/raw/$name.json" --benchmark_out_format=json >/dev/null
+done
+# The metadata paths once more as a multi-threaded process, as the peer binary always
+# is (layout/bench_threads.h): shared_ptr counts then change with locked instructions.
+for t in //core:tensor_benchmark //views:views_benchmark; do
+  name=$(echo "${t#//}" | tr '/:' '__')_threaded
+  echo "== $t (STRATA_BENCH_THREADED=1)"
+  STRATA_BENCH_THREADED=1 "bazel-bin/$(echo "${t#//}" | tr ':' '/')" \
+    --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=false \
     --benchmark_out="$out/raw/$name.json" --benchmark_out_format=json >/dev/null
 done
 python3 tools/bench_report.py "$out/raw" "$out/results.json" "$out/report.md"

@@ -1,7 +1,8 @@
 // bazel run --config=opt //views:views_benchmark
 // Each view on a rank-4 one-level float32 Tensor of shape (8,16,32,64) and on a
 // two-level mxfp8 Tensor (values (8,16,32,64), one scale per 32 of the last
-// mode).
+// mode). (STRATA_BENCH_THREADED=1: as a multi-threaded process,
+// layout/bench_threads.h.)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "layout/alloc_counter.h"
+#include "layout/bench_threads.h"
 #include "layout/layout.h"
 #include "views/narrow_level.h"
 #include "views/views.h"
@@ -60,6 +62,7 @@ void Run(benchmark::State& state, const Tensor& t, View view) {
     state.SkipWithError(std::string(first.status().message()).c_str());
     return;
   }
+  if (testing::BenchmarksThreaded()) state.SetLabel("threaded");
   const int64_t before = testing::AllocationCount();
   for (auto _ : state) benchmark::DoNotOptimize(view(t));
   state.counters["allocs"] = benchmark::Counter(
