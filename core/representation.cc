@@ -388,6 +388,28 @@ struct Representation::Storage<1> final : Representation {
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
   }
+  // The one-level `source` at `offset` with the flat placement of
+  // OneLevelFlatView, built in place.
+  Storage(const Representation& source, int64_t offset, int n,
+          const int64_t* extents, const int64_t* strides,
+          const LayoutAssembler::DerivedBounds& bounds)
+      : Representation(PrivateTag{}),
+        subtensor_storage{
+            source.subtensors_[0].storage_dtype, source.subtensors_[0].carrier,
+            offset, LayoutAssembler::FlatLayout(n, extents, strides, bounds)} {
+    logical_dtype_ = source.logical_dtype_;
+    subtensors_ = &subtensor_storage;
+    num_levels_ = 1;
+  }
+  // The one-level `source` at `offset` with `placement` (OneLevelView).
+  Storage(const Representation& source, int64_t offset, const Layout& placement)
+      : Representation(PrivateTag{}),
+        subtensor_storage{source.subtensors_[0].storage_dtype,
+                          source.subtensors_[0].carrier, offset, placement} {
+    logical_dtype_ = source.logical_dtype_;
+    subtensors_ = &subtensor_storage;
+    num_levels_ = 1;
+  }
   Subtensor subtensor_storage;
 };
 
@@ -579,6 +601,63 @@ absl::Status Representation::ViewDraft::CheckKeepingReach() const {
   }
 #endif
   return RunRules(*rep_);
+}
+
+// NOTE [ One-level flat views ]
+// Most views are of one-level Tensors whose placement is flat (every mode one
+// leaf), and give one. For them a draft's generality costs more than the view:
+// a copy of the source built and then overwritten, gathers through tables,
+// and a check that a view keeping its reach skips anyway. OneLevelFlatView
+// builds the one block once, with the view's offset and the placement written
+// in place from fixed-size copies (LayoutAssembler::FlatLayout), and runs the
+// rules (for a simple dtype, a load and a comparison). What it does not check
+// the view established, exactly as a draft's Check() would have found it: the
+// modes' bounds (derived from the validated source's, or computed as
+// Layout::Create computes them) and the placement's fit in the carrier. Builds
+// without NDEBUG (the tests', the sanitizers', the fuzzers') check both, as
+// CheckKeepingReach does for drafts.
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::OneLevelFlatView(const Representation& source, int64_t offset,
+                                 int n, const int64_t* extents,
+                                 const int64_t* strides,
+                                 const LayoutAssembler::DerivedBounds& bounds) {
+#ifndef NDEBUG
+  if (source.num_levels_ != 1 || n < 0 || n > LayoutAssembler::kFlatBuffer) {
+    return absl::InternalError(absl::StrCat("OneLevelFlatView of ",
+                                            source.num_levels_, " levels and ",
+                                            n, " modes"));
+  }
+#endif
+  std::shared_ptr<Representation> rep =
+      AllocateStorage<1>(source, offset, n, extents, strides, bounds);
+#ifndef NDEBUG
+  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep));
+  if (absl::Status levels = CheckLevels(*rep); !levels.ok()) {
+    return absl::InternalError(absl::StrCat(
+        "a one-level flat view fails a level check: ", levels.message()));
+  }
+#endif
+  STRATA_RETURN_IF_ERROR(RunRules(*rep));
+  return std::shared_ptr<const Representation>(std::move(rep));
+}
+
+absl::StatusOr<std::shared_ptr<const Representation>>
+Representation::OneLevelView(const Representation& source, int64_t offset,
+                             const Layout& placement) {
+#ifndef NDEBUG
+  if (source.num_levels_ != 1) {
+    return absl::InternalError(
+        absl::StrCat("OneLevelView of ", source.num_levels_, " levels"));
+  }
+#endif
+  const Carrier& carrier = *source.subtensors_[0].carrier;
+  if (!PlacementFits(carrier, offset, placement)) {
+    return CheckPlacementFits(0, carrier, offset, placement);
+  }
+  std::shared_ptr<Representation> rep =
+      AllocateStorage<1>(source, offset, placement);
+  STRATA_RETURN_IF_ERROR(RunRules(*rep));
+  return std::shared_ptr<const Representation>(std::move(rep));
 }
 
 absl::StatusOr<std::shared_ptr<const Representation>>

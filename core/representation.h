@@ -98,6 +98,28 @@ class Representation {
       std::shared_ptr<Carrier> carrier, int64_t offset,
       const Layout& placement);
 
+  // A one-level view's representation, built without a draft (NOTE
+  // [ One-level flat views ] in representation.cc): `source`'s dtypes and
+  // carrier, `offset`, and the flat placement of `n` modes extent[k] :
+  // stride[k] (one mode: an integer layout) with `bounds`; then the logical
+  // dtype's rules. Preconditions, which the view established: `source` has
+  // one level; 0 <= n <= LayoutAssembler::kFlatBuffer and both arrays hold
+  // kFlatBuffer values; `bounds` are those Layout::Create computes for the
+  // modes; the placement fits the carrier at `offset`. Builds without NDEBUG
+  // check them all and return an InternalError where one fails.
+  static absl::StatusOr<std::shared_ptr<const Representation>> OneLevelFlatView(
+      const Representation& source, int64_t offset, int n,
+      const int64_t* extents, const int64_t* strides,
+      const LayoutAssembler::DerivedBounds& bounds);
+
+  // A one-level view's representation with a placement the view was given
+  // (AsStrided): `source`'s dtypes and carrier, `offset` and `placement`,
+  // with Create's level checks (the placement fits the carrier, with its
+  // messages) and the logical dtype's rules. Precondition: `source` has one
+  // level (builds without NDEBUG return an InternalError otherwise).
+  static absl::StatusOr<std::shared_ptr<const Representation>> OneLevelView(
+      const Representation& source, int64_t offset, const Layout& placement);
+
   const DType& logical_dtype() const { return *logical_dtype_; }
   absl::Span<const Subtensor> subtensors() const {
     return absl::MakeConstSpan(subtensors_, num_levels_);

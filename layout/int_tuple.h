@@ -94,6 +94,9 @@ class IntTuple {
 
   // Token-level access for the layout algorithms (layout.cc, algebra.cc).
   static constexpr int32_t kLeafToken = -1;
+  // Tokens and leaves held without a heap block.
+  static constexpr uint32_t kInlineTokens = 12;
+  static constexpr uint32_t kInlineLeaves = 8;
   absl::Span<const int32_t> tokens() const {
     return absl::MakeConstSpan(tokens_.data(), tokens_.size());
   }
@@ -135,9 +138,20 @@ class IntTuple {
   Elements TopElements() const;
 
   friend class IntTupleBuilder;
+  friend class Layout;
   friend class LayoutAssembler;
 
  private:
+  // A tuple built from whole buffers of kInlineTokens tokens and
+  // kInlineLeaves leaves (LayoutAssembler::FlatLayout). Precondition: the
+  // counts fit them.
+  using TokenVector = layout_internal::SmallVector<int32_t, kInlineTokens>;
+  using LeafVector = layout_internal::SmallVector<int64_t, kInlineLeaves>;
+  IntTuple(const int32_t* tokens, int num_tokens, const int64_t* leaves,
+           int num_leaves)
+      : tokens_(TokenVector::WholeBuffer(), tokens, num_tokens),
+        leaves_(LeafVector::WholeBuffer(), leaves, num_leaves) {}
+
   // In-place building (IntTupleBuilder): the empty tuple;
   // then element tokens [token_begin, token_end) and leaves [leaf_begin,
   // leaf_end) of `source`, or one integer, appended as the next element.
@@ -167,8 +181,8 @@ class IntTuple {
     }
   }
 
-  layout_internal::SmallVector<int32_t, 12> tokens_;
-  layout_internal::SmallVector<int64_t, 8> leaves_;
+  TokenVector tokens_;
+  LeafVector leaves_;
 };
 
 // Builds a tuple from elements of other tuples and new integers, without the

@@ -100,6 +100,16 @@ class Layout {
         size_(size),
         max_index_(max_index),
         min_index_(min_index) {}
+  // LayoutAssembler::FlatLayout's, each tuple built in place from whole
+  // buffers (IntTuple's preconditions).
+  Layout(const int32_t* tokens, int num_tokens, const int64_t* extents,
+         const int64_t* strides, int n, int64_t size, int64_t max_index,
+         int64_t min_index)
+      : shape_(tokens, num_tokens, extents, n),
+        stride_(tokens, num_tokens, strides, n),
+        size_(size),
+        max_index_(max_index),
+        min_index_(min_index) {}
 
   IntTuple shape_;
   IntTuple stride_;
@@ -187,6 +197,14 @@ class LayoutAssembler {
   // max(n, kFlatBuffer) values: up to kFlatBuffer modes are copied whole, in
   // fixed-size copies.
   static constexpr int kFlatBuffer = 8;
+  // The flat layout of `n` integer modes, extent[k] : stride[k] (one mode: an
+  // integer layout), with `bounds` (GatherModes' precondition), built in
+  // place: a prvalue, so that it initializes a member directly (a fresh
+  // representation's placement, NOTE [ One-level flat views ] in
+  // core/representation.cc). Preconditions: 0 <= n <= kFlatBuffer, and both
+  // arrays hold kFlatBuffer values.
+  static Layout FlatLayout(int n, const int64_t* extent, const int64_t* stride,
+                           const DerivedBounds& bounds);
   static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
                         const int64_t* twin_stride, const DerivedBounds& bounds,
                         Layout* out, Layout* twin_out);

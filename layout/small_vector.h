@@ -34,6 +34,14 @@ class SmallVector {
   // One value, without the loop and the call of a general assign (IntTuple's
   // integers are built in every view).
   explicit SmallVector(T value) : size_(1) { inline_[0] = value; }
+  // The first n values of `buffer`, which holds N values, copied whole (a
+  // few vector moves). Precondition: n <= N.
+  struct WholeBuffer {
+    explicit WholeBuffer() = default;
+  };
+  SmallVector(WholeBuffer, const T* buffer, uint32_t n) : size_(n) {
+    std::memcpy(inline_, buffer, sizeof(inline_));
+  }
   SmallVector(std::initializer_list<T> values) {
     assign(values.begin(), values.end());
   }

@@ -234,7 +234,6 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   const ModeIndex modes(l0.shape());
   ModeSpecs specs;
   STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
-  Representation::ViewDraft draft(rep);
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
   // nullopt where the size overflows: GatherModes then reports it as
   // Layout::Create does.
@@ -246,6 +245,27 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   LayoutAssembler::DerivedBounds bounds;
   if (size.has_value())
     bounds = LayoutAssembler::DerivedBounds::KeepingReach(*size, l0, s0);
+  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+  if (s0 == nullptr && modes.flat() && size.has_value() &&
+      span.size() <= kFlat) {
+    // NOTE [ One-level flat views ] in core/representation.cc: mode i of L_0
+    // is leaf i.
+    int64_t extents[kFlat] = {};
+    int64_t strides[kFlat] = {};
+    const int64_t* source_extents = l0.shape().leaves().data();
+    const int64_t* source_strides = l0.stride().leaves().data();
+    const int n = static_cast<int>(span.size());
+    for (int k = 0; k < n; ++k) {
+      const ModeSpec& m = span[k];
+      extents[k] = m.source >= 0 ? source_extents[m.source] : m.extent;
+      strides[k] = m.source >= 0 ? source_strides[m.source] : m.stride;
+    }
+    STRATA_ASSIGN_OR_RETURN(auto view, Representation::OneLevelFlatView(
+                                           rep, rep.subtensor(0).offset, n,
+                                           extents, strides, bounds));
+    return MakeTensor(std::move(view));
+  }
+  Representation::ViewDraft draft(rep);
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
       l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
       &draft.placement(0), s0 != nullptr ? &draft.adjacent(0) : nullptr));
@@ -555,17 +575,15 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
   return CheckedMul(extent, inner, &product) && product == outer;
 }
 
-// ReshapeByMerging where every mode of L_0 (and so of S_0) is one leaf: no
-// leaf of a single-mode run can coalesce with another, so the runs are
-// checked and their modes named in one pass over the target, from the
-// leaves. It admits exactly what the general pass admits on such layouts.
-bool ReshapeFlatByMerging(const Representation& rep,
-                          absl::Span<const int64_t> target,
-                          Representation::ViewDraft* draft,
-                          absl::Status* status) {
-  const Layout& l0 = rep.subtensor(0).placement;
-  const Layout* s0 =
-      rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
+// ReshapeByMerging's pass where every mode of L_0 (and so of S_0, where
+// given) is one leaf: no leaf of a single-mode run can coalesce with another,
+// so the runs are checked and their modes named in one pass over the target,
+// from the leaves, into extents, l_out and s_out (target.size() entries each;
+// s_out only with s0). It admits exactly what the general pass admits on such
+// layouts.
+bool MergeFlatModes(const Layout& l0, const Layout* s0,
+                    absl::Span<const int64_t> target, int64_t* extents,
+                    int64_t* l_out, int64_t* s_out) {
   const IntTuple& shape = l0.shape();
   const int n = shape.num_leaves();
   const int64_t* in = shape.leaves().data();
@@ -574,20 +592,6 @@ bool ReshapeFlatByMerging(const Representation& rep,
       s0 != nullptr ? s0->stride().leaves().data() : nullptr;
   for (int k = 0; k < n; ++k)
     if (in[k] <= 1) return false;
-  // The new modes' extents and strides, in buffers of at least kFlatBuffer
-  // values (LayoutAssembler::WriteFlat copies them whole).
-  const int m = static_cast<int>(target.size());
-  constexpr int kBuffer = LayoutAssembler::kFlatBuffer;
-  int64_t local[3 * kBuffer];
-  std::vector<int64_t> big;
-  int64_t* extents = local;
-  if (m > kBuffer) {
-    big.resize(3 * static_cast<size_t>(m));
-    extents = big.data();
-  }
-  const int capacity = std::max(m, kBuffer);
-  int64_t* l_out = extents + capacity;
-  int64_t* s_out = l_out + capacity;
   int a = 0;
   int j = 0;
   for (const int64_t t : target) {
@@ -612,7 +616,33 @@ bool ReshapeFlatByMerging(const Representation& rep,
     ++j;
     a = b;
   }
-  if (a != n) return false;
+  return a == n;
+}
+
+// ReshapeByMerging where every mode of L_0 is one leaf (MergeFlatModes),
+// written into the draft.
+bool ReshapeFlatByMerging(const Representation& rep,
+                          absl::Span<const int64_t> target,
+                          Representation::ViewDraft* draft,
+                          absl::Status* status) {
+  const Layout& l0 = rep.subtensor(0).placement;
+  const Layout* s0 =
+      rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
+  // The new modes' extents and strides, in buffers of at least kFlatBuffer
+  // values (LayoutAssembler::WriteFlat copies them whole).
+  const int m = static_cast<int>(target.size());
+  constexpr int kBuffer = LayoutAssembler::kFlatBuffer;
+  int64_t local[3 * kBuffer];
+  std::vector<int64_t> big;
+  int64_t* extents = local;
+  if (m > kBuffer) {
+    big.resize(3 * static_cast<size_t>(m));
+    extents = big.data();
+  }
+  const int capacity = std::max(m, kBuffer);
+  int64_t* l_out = extents + capacity;
+  int64_t* s_out = l_out + capacity;
+  if (!MergeFlatModes(l0, s0, target, extents, l_out, s_out)) return false;
   // Whole modes, and chains merged: the same indices, so the sources' bounds.
   LayoutAssembler::WriteFlat(
       m, extents, l_out, s_out,
@@ -766,6 +796,25 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
                          tensor.size());
   }
   const Representation& rep = TensorAccess::representation(tensor);
+  const Layout& l0 = rep.subtensor(0).placement;
+  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+  if (size > 0 && rep.num_levels() == 1 && target.size() <= kFlat &&
+      IsFlat(l0.shape())) {
+    // NOTE [ One-level flat views ] in core/representation.cc; where the
+    // modes do not merge, ReshapeByMerging's general pass would not either.
+    int64_t extents[kFlat] = {};
+    int64_t strides[kFlat] = {};
+    if (MergeFlatModes(l0, nullptr, target, extents, strides, nullptr)) {
+      STRATA_ASSIGN_OR_RETURN(
+          auto view,
+          Representation::OneLevelFlatView(
+              rep, rep.subtensor(0).offset, static_cast<int>(target.size()),
+              extents, strides,
+              LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr)));
+      return MakeTensor(std::move(view));
+    }
+    return views_internal::ReshapeByComposition(tensor, target);
+  }
   if (size > 0) {
     Representation::ViewDraft draft(rep);
     absl::Status status;
@@ -865,6 +914,43 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
            step,
            rep.adjacent_layouts()[0].stride().leaves()[elements.leaf(dim)],
            &s_stride))) {
+    const int leaf = elements.leaf(dim);
+    // start < extent: start * stride is a reachable index, no overflow.
+    const int64_t l_base = start * l0.stride().leaves()[leaf];
+    // The new bounds are the source's with mode dim's part changed: leaf
+    // (extent, s) becomes (count, step * s), and (count - 1) * step <=
+    // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
+    // layout/layout.cc). An empty source has its bounds computed.
+    auto shifted = [&](const Layout& source, int64_t stride, int64_t* max,
+                       int64_t* min) {
+      const int64_t old_stride = source.stride().leaves()[leaf];
+      const int64_t change = (count - 1) * stride - (extent - 1) * old_stride;
+      *max = source.max_index() + (old_stride >= 0 ? change : 0);
+      *min = source.min_index() + (old_stride >= 0 ? 0 : change);
+    };
+    const bool empty = l0.size() == 0;
+    constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+    if (!levels && !empty && elements.flat() && elements.size() <= kFlat) {
+      // NOTE [ One-level flat views ] in core/representation.cc.
+      int64_t offset;
+      if (!CheckedAdd(rep.subtensor(0).offset, l_base, &offset)) {
+        return ValueError("Slice: offset overflows");
+      }
+      int64_t extents[kFlat] = {};
+      int64_t strides[kFlat] = {};
+      const int n = elements.size();
+      std::copy_n(l0.shape().leaves().data(), n, extents);
+      std::copy_n(l0.stride().leaves().data(), n, strides);
+      extents[dim] = count;
+      strides[dim] = l_stride;
+      LayoutAssembler::DerivedBounds bounds;
+      bounds.size = l0.size() / extent * count;
+      shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
+      STRATA_ASSIGN_OR_RETURN(
+          auto view, Representation::OneLevelFlatView(rep, offset, n, extents,
+                                                      strides, bounds));
+      return MakeTensor(std::move(view));
+    }
     Representation::ViewDraft draft(rep);
     const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
     // Every mode kept but dim, which becomes (count):(step * stride).
@@ -875,20 +961,7 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
                              : ModeSpec{i, 0});
     }
     writer.Finish();
-    // The new layouts' bounds are the source's with mode dim's part changed:
-    // leaf (extent, s) becomes (count, step * s), and (count - 1) * step <=
-    // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
-    // layout/layout.cc). An empty source has its bounds computed.
     LayoutAssembler::DerivedBounds bounds;
-    const int leaf = elements.leaf(dim);
-    auto shifted = [&](const Layout& source, int64_t stride, int64_t* max,
-                       int64_t* min) {
-      const int64_t old_stride = source.stride().leaves()[leaf];
-      const int64_t change = (count - 1) * stride - (extent - 1) * old_stride;
-      *max = source.max_index() + (old_stride >= 0 ? change : 0);
-      *min = source.min_index() + (old_stride >= 0 ? 0 : change);
-    };
-    const bool empty = l0.size() == 0;
     if (!empty) {
       bounds.size = l0.size() / extent * count;
       shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
@@ -906,8 +979,6 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       // of them is at most the validated source's.
       return s;
     }
-    // start < extent: start * stride is a reachable index, no overflow.
-    const int64_t l_base = start * l0.stride().leaves()[leaf];
     if (!CheckedAdd(draft.offset(0), l_base, &draft.offset(0))) {
       return ValueError("Slice: offset overflows");
     }
@@ -1093,19 +1164,23 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
                          " is negative; Tensor offsets must be non-negative");
   }
   const Representation& rep = TensorAccess::representation(tensor);
+  if (rep.num_levels() == 1) {
+    // The given layout is L_0 as it is, checked as Create checks it.
+    STRATA_ASSIGN_OR_RETURN(auto view,
+                            Representation::OneLevelView(rep, offset, layout));
+    return MakeTensor(std::move(view));
+  }
   Representation::ViewDraft draft(rep);
   draft.offset(0) = offset;
-  if (rep.num_levels() == 1 || layout.size() == 0) {
+  if (layout.size() == 0) {
     // The given layout is L_0 as it is; every other path writes its own
     // (refined where S_0 splits a leaf).
     draft.placement(0) = layout;
-    if (rep.num_levels() > 1) {
-      STRATA_ASSIGN_OR_RETURN(
-          draft.adjacent(0),
-          Layout::Create(layout.shape(),
-                         layout.shape().TransformLeaves(
-                             [](size_t, int64_t) { return int64_t{0}; })));
-    }
+    STRATA_ASSIGN_OR_RETURN(
+        draft.adjacent(0),
+        Layout::Create(layout.shape(),
+                       layout.shape().TransformLeaves(
+                           [](size_t, int64_t) { return int64_t{0}; })));
     return Publish(draft);
   }
   // Map each new coordinate back to a source coordinate through L_0's left

@@ -1192,6 +1192,116 @@ void ExpectSameRepresentation(const absl::StatusOr<Tensor>& fast,
   }
 }
 
+// NOTE [ One-level flat views ] in core/representation.cc: views of one-level
+// Tensors whose modes are leaves build their block directly. Over random
+// flat layouts of rank 0 to 10 (past the 8 modes the direct path takes, so
+// both paths run), with extents 0, 1 and more and strides of any sign, each
+// view gives exactly the layout Layout::Create builds from the modes the view
+// names (an integer layout for one mode), with Create's bounds, the moved
+// offset, and the source's carrier and dtype.
+TEST(ViewFastPathsTest, OneLevelFlatViewsWriteTheLayoutCreateBuilds) {
+  std::mt19937_64 rng(23);
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % (hi - lo + 1));
+  };
+  auto expected = [](const std::vector<int64_t>& extents,
+                     const std::vector<int64_t>& strides) {
+    return extents.size() == 1 ? *Layout::Create(extents[0], strides[0])
+                               : *Layout::Create(IntTuple::Flat(extents),
+                                                 IntTuple::Flat(strides));
+  };
+  int checked = 0;
+  for (int round = 0; round < 2000; ++round) {
+    const int rank = static_cast<int>(pick(0, 10));
+    std::vector<int64_t> e(rank), s(rank);
+    for (int k = 0; k < rank; ++k) {
+      e[k] = pick(0, 6) == 0 ? pick(0, 1) : pick(2, 4);
+      s[k] = pick(-9, 9);
+    }
+    if (rank > 0 && pick(0, 3) > 0) {
+      for (int k = 0; k < rank; ++k) e[k] = std::max<int64_t>(e[k], 1);
+    }
+    const Layout l = expected(e, s);
+    const int64_t offset = -l.min_index() + pick(0, 2);
+    auto carrier = *HostCarrier::Create(*dtypes::Int16(),
+                                        offset + l.cosize() + pick(0, 2));
+    const Tensor t = *Tensor::Create(carrier, offset, l);
+    const std::string what = absl::StrCat("round ", round, ": ", l.ToString());
+    auto expect = [&](const absl::StatusOr<Tensor>& view,
+                      const std::vector<int64_t>& extents,
+                      const std::vector<int64_t>& strides, int64_t view_offset,
+                      const std::string& name) {
+      ASSERT_TRUE(view.ok()) << what << " " << name << ": " << view.status();
+      const Layout want = expected(extents, strides);
+      EXPECT_EQ(view->layout(), want)
+          << what << " " << name << ": " << view->layout().ToString();
+      EXPECT_EQ(view->layout().size(), want.size()) << what << " " << name;
+      EXPECT_EQ(view->layout().max_index(), want.max_index())
+          << what << " " << name;
+      EXPECT_EQ(view->layout().min_index(), want.min_index())
+          << what << " " << name;
+      EXPECT_EQ(view->offset(), view_offset) << what << " " << name;
+      EXPECT_EQ(view->carrier(), carrier) << what << " " << name;
+      EXPECT_EQ(&view->dtype(), &t.dtype()) << what << " " << name;
+      ++checked;
+    };
+    // Permute.
+    std::vector<int64_t> perm(rank);
+    for (int k = 0; k < rank; ++k) perm[k] = k;
+    std::shuffle(perm.begin(), perm.end(), rng);
+    std::vector<int64_t> pe(rank), ps(rank);
+    for (int k = 0; k < rank; ++k) {
+      pe[k] = e[perm[k]];
+      ps[k] = s[perm[k]];
+    }
+    expect(Permute(t, perm), pe, ps, offset, "permute");
+    // Unsqueeze.
+    const int64_t pos = pick(0, rank);
+    std::vector<int64_t> ue = e, us = s;
+    ue.insert(ue.begin() + pos, 1);
+    us.insert(us.begin() + pos, 0);
+    expect(Unsqueeze(t, pos), ue, us, offset, "unsqueeze");
+    // Squeeze of one dim of extent 1.
+    for (int d = 0; d < rank; ++d) {
+      if (e[d] != 1) continue;
+      std::vector<int64_t> se = e, ss = s;
+      se.erase(se.begin() + d);
+      ss.erase(ss.begin() + d);
+      expect(Squeeze(t, d), se, ss, offset, "squeeze");
+      break;
+    }
+    // BroadcastTo: a new leading dim, dims of extent 1 widened or kept.
+    std::vector<int64_t> be = {pick(0, 3)}, bs = {0};
+    for (int k = 0; k < rank; ++k) {
+      const int64_t target = e[k] == 1 ? pick(0, 3) : e[k];
+      be.push_back(target);
+      bs.push_back(e[k] == 1 && target != 1 ? 0 : s[k]);
+    }
+    expect(BroadcastTo(t, be), be, bs, offset, "broadcast_to");
+    // Slice of at least two elements with a step (of a Tensor that is not
+    // empty: an empty one's moved offset may leave its carrier, which the
+    // spec refuses).
+    for (int d = 0; d < rank && l.size() > 0; ++d) {
+      if (e[d] < 2) continue;
+      const int64_t start = pick(0, e[d] - 2);
+      const int64_t step = pick(1, 2);
+      const int64_t stop = std::min(e[d], start + step + 1 + pick(0, 2));
+      const int64_t count = CeilDiv(stop - start, step);
+      if (count < 2) continue;
+      std::vector<int64_t> ce = e, cs = s;
+      ce[d] = count;
+      cs[d] = step * s[d];
+      expect(Slice(t, d, start, stop, step), ce, cs, offset + start * s[d],
+             "slice");
+      break;
+    }
+    // AsStrided with the same modes, one value further along where it fits.
+    const int64_t shift = offset + l.cosize() < carrier->size() ? 1 : 0;
+    expect(AsStrided(t, l, offset + shift), e, s, offset + shift, "as_strided");
+  }
+  EXPECT_GT(checked, 10000);
+}
+
 TEST(ViewFastPathsTest, ReshapeAndSliceFastPathsEqualComposition) {
   std::mt19937_64 rng(17);
   auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % n); };
