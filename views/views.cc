@@ -62,9 +62,11 @@ using ModeSpecs = layout_internal::SmallVector<ModeSpec, 8>;
 // the size on every call. Finish drops the capacity not written.
 class SpecWriter {
  public:
-  SpecWriter(ModeSpecs* out, size_t capacity) : out_(out) {
-    out->resize_for_overwrite(capacity);
-    begin_ = next_ = out->data();
+  explicit SpecWriter(ModeSpecs* out) : out_(out) {}
+  SpecWriter(ModeSpecs* out, size_t capacity) : out_(out) { Start(capacity); }
+  void Start(size_t capacity) {
+    out_->resize_for_overwrite(capacity);
+    begin_ = next_ = out_->data();
   }
   void Append(ModeSpec spec) { *next_++ = spec; }
   void Finish() { out_->truncate(next_ - begin_); }
@@ -73,6 +75,58 @@ class SpecWriter {
   ModeSpecs* out_;
   ModeSpec* begin_;
   ModeSpec* next_;
+};
+
+// MapModes' other writer, for a flat source of one level (NOTE [ One-level
+// flat views ] in core/representation.cc): each spec names its mode's extent
+// and stride at once, into buffers for at most LayoutAssembler::kFlatBuffer
+// modes (Start with more makes it refuse), and a broadcast's size is
+// multiplied as Layout::Create multiplies the leaves (the product of the
+// positive extents, overflow-checked, then 0 where an extent is 0).
+class FlatModeWriter {
+ public:
+  static constexpr int kCapacity = LayoutAssembler::kFlatBuffer;
+  FlatModeWriter(const Layout& source, bool broadcasts)
+      : source_extents_(source.shape().leaves().data()),
+        source_strides_(source.stride().leaves().data()),
+        broadcasts_(broadcasts) {}
+  void Start(size_t capacity) { fits_ = capacity <= kCapacity; }
+  void Append(ModeSpec spec) {
+    if (!fits_) return;
+    const bool kept = spec.source >= 0;
+    const int64_t extent = kept ? source_extents_[spec.source] : spec.extent;
+    extents_[n_] = extent;
+    strides_[n_] = kept ? source_strides_[spec.source] : spec.stride;
+    ++n_;
+    if (broadcasts_) {
+      empty_ |= extent == 0;
+      overflow_ |=
+          __builtin_mul_overflow(size_, extent == 0 ? 1 : extent, &size_);
+    }
+  }
+  void Finish() {}
+
+  // Whether the modes fit the buffers, and (for a broadcast) their size
+  // fits int64.
+  bool usable() const { return fits_ && !overflow_; }
+  int size() const { return n_; }
+  // A broadcast's number of elements. Precondition: usable().
+  int64_t elements() const { return empty_ ? 0 : size_; }
+  const int64_t* extents() const { return extents_; }
+  const int64_t* strides() const { return strides_; }
+
+ private:
+  const int64_t* source_extents_;
+  const int64_t* source_strides_;
+  bool broadcasts_;
+  bool fits_ = false;
+  bool empty_ = false;
+  bool overflow_ = false;
+  int n_ = 0;
+  int64_t size_ = 1;
+  // Whole buffers (FlatLayout copies them whole).
+  int64_t extents_[kCapacity] = {};
+  int64_t strides_[kCapacity] = {};
 };
 
 // Whether every top-level mode of `tuple` is one leaf: an integer, or a tuple
@@ -232,8 +286,27 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
   const ModeIndex modes(l0.shape());
+  if (rep.num_levels() == 1 && modes.flat()) {
+    // NOTE [ One-level flat views ] in core/representation.cc: mode i of L_0
+    // is leaf i, so each spec is its mode's extent and stride at once.
+    FlatModeWriter flat(l0, broadcasts);
+    STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), flat));
+    if (flat.usable()) {
+      const int64_t size = broadcasts ? flat.elements() : l0.size();
+      STRATA_ASSIGN_OR_RETURN(
+          auto view,
+          Representation::OneLevelFlatView(
+              rep, rep.subtensor(0).offset, flat.size(), flat.extents(),
+              flat.strides(),
+              LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr)));
+      return MakeTensor(std::move(view));
+    }
+    // More modes than the buffers hold, or a size that overflows (which
+    // GatherModes reports as Layout::Create does): the specs again, below.
+  }
   ModeSpecs specs;
-  STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), &specs));
+  SpecWriter writer(&specs);
+  STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), writer));
   const absl::Span<const ModeSpec> span(specs.data(), specs.size());
   // nullopt where the size overflows: GatherModes then reports it as
   // Layout::Create does.
@@ -245,26 +318,6 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   LayoutAssembler::DerivedBounds bounds;
   if (size.has_value())
     bounds = LayoutAssembler::DerivedBounds::KeepingReach(*size, l0, s0);
-  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
-  if (s0 == nullptr && modes.flat() && size.has_value() &&
-      span.size() <= kFlat) {
-    // NOTE [ One-level flat views ] in core/representation.cc: mode i of L_0
-    // is leaf i.
-    int64_t extents[kFlat] = {};
-    int64_t strides[kFlat] = {};
-    const int64_t* source_extents = l0.shape().leaves().data();
-    const int64_t* source_strides = l0.stride().leaves().data();
-    const int n = static_cast<int>(span.size());
-    for (int k = 0; k < n; ++k) {
-      const ModeSpec& m = span[k];
-      extents[k] = m.source >= 0 ? source_extents[m.source] : m.extent;
-      strides[k] = m.source >= 0 ? source_strides[m.source] : m.stride;
-    }
-    STRATA_ASSIGN_OR_RETURN(auto view, Representation::OneLevelFlatView(
-                                           rep, rep.subtensor(0).offset, n,
-                                           extents, strides, bounds));
-    return MakeTensor(std::move(view));
-  }
   Representation::ViewDraft draft(rep);
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
       l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
@@ -342,7 +395,7 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
   return MapModes(
       tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(perm.size()) == rank;
         // Which modes were named: bits of a word up to rank 64 (a vector
@@ -350,7 +403,7 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
         uint64_t seen_bits = 0;
         std::vector<bool> seen_beyond;
         if (rank > 64) seen_beyond.assign(rank, false);
-        SpecWriter specs(out, valid ? rank : 0);
+        specs.Start(valid ? rank : 0);
         for (int64_t p : perm) {
           valid = valid && p >= 0 && p < rank;
           if (!valid) break;
@@ -385,7 +438,7 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
   return MapModes(
       tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         if (dim.has_value()) {
           STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
           if (in[*dim] != 1) {
@@ -394,7 +447,7 @@ static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                  "; only a dim of extent 1 can be removed");
           }
         }
-        SpecWriter specs(out, in.size());
+        specs.Start(in.size());
         for (size_t i = 0; i < in.size(); ++i) {
           const bool drop =
               dim.has_value() ? static_cast<int64_t>(i) == *dim : in[i] == 1;
@@ -415,13 +468,13 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
   return MapModes(
       tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         if (dim < 0 || dim > rank) {
           return ValueErrorCat("Unsqueeze: position ", dim,
                                " is out of range [0, ", rank, "]");
         }
-        SpecWriter specs(out, rank + 1);
+        specs.Start(rank + 1);
         for (int64_t i = 0; i < rank; ++i) {
           if (i == dim) specs.Append({-1, 1});
           specs.Append({i, 0});
@@ -465,7 +518,7 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
       tensor, /*broadcasts=*/true,
-      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         if (static_cast<int64_t>(target.size()) < rank) {
           return ValueErrorCat("BroadcastTo: shape ", shape().ToString(),
@@ -473,7 +526,7 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
                                " modes, fewer than the Tensor's ", rank);
         }
         const int64_t lead = target.size() - rank;
-        SpecWriter specs(out, target.size());
+        specs.Start(target.size());
         for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
           const int64_t source = p - lead;
           if (source < 0 || (in[source] == 1 && target[p] != 1)) {
@@ -506,7 +559,7 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
   const absl::Span<const int64_t> target = shape_extents;
   return MapModes(
       tensor, /*broadcasts=*/true,
-      [&](absl::Span<const int64_t> in, ModeSpecs* out) -> absl::Status {
+      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(dims.size()) == rank;
         for (size_t i = 0; valid && i < dims.size(); ++i) {
@@ -521,7 +574,7 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
                                shape.ToString());
         }
         size_t source = 0;
-        SpecWriter specs(out, target.size());
+        specs.Start(target.size());
         for (int64_t p = 0; p < static_cast<int64_t>(target.size()); ++p) {
           if (source < dims.size() && dims[source] == p) {
             if (in[source] == target[p]) {
