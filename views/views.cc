@@ -285,12 +285,11 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
                                 MakeSpecs make_specs) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
-  const ModeIndex modes(l0.shape());
-  if (rep.num_levels() == 1 && modes.flat()) {
+  if (rep.num_levels() == 1 && IsFlat(l0.shape())) {
     // NOTE [ One-level flat views ] in core/representation.cc: mode i of L_0
     // is leaf i, so each spec is its mode's extent and stride at once.
     FlatModeWriter flat(l0, broadcasts);
-    STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), flat));
+    STRATA_RETURN_IF_ERROR(make_specs(l0.shape().leaves(), flat));
     if (flat.usable()) {
       const int64_t size = broadcasts ? flat.elements() : l0.size();
       STRATA_ASSIGN_OR_RETURN(
@@ -304,6 +303,7 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
     // More modes than the buffers hold, or a size that overflows (which
     // GatherModes reports as Layout::Create does): the specs again, below.
   }
+  const ModeIndex modes(l0.shape());
   ModeSpecs specs;
   SpecWriter writer(&specs);
   STRATA_RETURN_IF_ERROR(make_specs(modes.extents(), writer));
@@ -401,8 +401,8 @@ static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
         // Which modes were named: bits of a word up to rank 64 (a vector
         // beyond, allocated only there).
         uint64_t seen_bits = 0;
-        std::vector<bool> seen_beyond;
-        if (rank > 64) seen_beyond.assign(rank, false);
+        std::unique_ptr<bool[]> seen_beyond;
+        if (rank > 64) seen_beyond = std::make_unique<bool[]>(rank);
         specs.Start(valid ? rank : 0);
         for (int64_t p : perm) {
           valid = valid && p >= 0 && p < rank;
