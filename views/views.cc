@@ -83,13 +83,13 @@ class SpecWriter {
 // modes (Start with more makes it refuse), and a broadcast's size is
 // multiplied as Layout::Create multiplies the leaves (the product of the
 // positive extents, overflow-checked, then 0 where an extent is 0).
+template <bool kBroadcasts>
 class FlatModeWriter {
  public:
   static constexpr int kCapacity = LayoutAssembler::kFlatBuffer;
-  FlatModeWriter(const Layout& source, bool broadcasts)
+  explicit FlatModeWriter(const Layout& source)
       : source_extents_(source.shape().leaves().data()),
-        source_strides_(source.stride().leaves().data()),
-        broadcasts_(broadcasts) {}
+        source_strides_(source.stride().leaves().data()) {}
   void Start(size_t capacity) { fits_ = capacity <= kCapacity; }
   void Append(ModeSpec spec) {
     if (!fits_) return;
@@ -98,7 +98,7 @@ class FlatModeWriter {
     extents_[n_] = extent;
     strides_[n_] = kept ? source_strides_[spec.source] : spec.stride;
     ++n_;
-    if (broadcasts_) {
+    if (kBroadcasts) {
       empty_ |= extent == 0;
       overflow_ |=
           __builtin_mul_overflow(size_, extent == 0 ? 1 : extent, &size_);
@@ -118,7 +118,6 @@ class FlatModeWriter {
  private:
   const int64_t* source_extents_;
   const int64_t* source_strides_;
-  bool broadcasts_;
   bool fits_ = false;
   bool empty_ = false;
   bool overflow_ = false;
@@ -275,23 +274,22 @@ std::optional<int64_t> SpecsSize(const Layout& layout, const ModeIndex& modes,
 // Every such view keeps the indices each layout reaches: the specs rearrange
 // modes, drop modes of extent 1 and add modes of stride 0 (new modes, or
 // modes of extent 1 widened by a broadcast). So bounds are copied (NOTE
-// [ Layout bounds ] in layout/layout.cc), only a broadcast (`broadcasts`:
+// [ Layout bounds ] in layout/layout.cc), only a broadcast (`kBroadcasts`:
 // its new modes may have extents other than 1) computes the new size, and
 // only the dtype's rules check the result (NOTE [ Views that keep their
 // reach ] in core/representation.cc). One pass writes L_0 and S_0
 // (LayoutAssembler::GatherModes).
-template <typename MakeSpecs>
-absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
-                                MakeSpecs make_specs) {
+template <bool kBroadcasts, typename MakeSpecs>
+absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
   if (rep.num_levels() == 1 && IsFlat(l0.shape())) {
     // NOTE [ One-level flat views ] in core/representation.cc: mode i of L_0
     // is leaf i, so each spec is its mode's extent and stride at once.
-    FlatModeWriter flat(l0, broadcasts);
+    FlatModeWriter<kBroadcasts> flat(l0);
     STRATA_RETURN_IF_ERROR(make_specs(l0.shape().leaves(), flat));
     if (flat.usable()) {
-      const int64_t size = broadcasts ? flat.elements() : l0.size();
+      const int64_t size = kBroadcasts ? flat.elements() : l0.size();
       STRATA_ASSIGN_OR_RETURN(
           auto view,
           Representation::OneLevelFlatView(
@@ -311,7 +309,7 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, bool broadcasts,
   // nullopt where the size overflows: GatherModes then reports it as
   // Layout::Create does.
   const std::optional<int64_t> size =
-      broadcasts ? SpecsSize(l0, modes, span) : l0.size();
+      kBroadcasts ? SpecsSize(l0, modes, span) : l0.size();
   // S_0 has L_0's shape: the same specs gather its strides.
   const Layout* s0 =
       rep.num_levels() > 1 ? &rep.adjacent_layouts()[0] : nullptr;
@@ -393,9 +391,8 @@ absl::Status NarrowLevels(const Representation& rep, int64_t base,
 
 static absl::StatusOr<Tensor> PermuteImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> perm) {
-  return MapModes(
-      tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
+  return MapModes</*kBroadcasts=*/false>(
+      tensor, [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(perm.size()) == rank;
         // Which modes were named: bits of a word up to rank 64 (a vector
@@ -436,9 +433,8 @@ absl::StatusOr<Tensor> Permute(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> SqueezeImpl(const Tensor& tensor,
                                           std::optional<int64_t> dim) {
-  return MapModes(
-      tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
+  return MapModes</*kBroadcasts=*/false>(
+      tensor, [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         if (dim.has_value()) {
           STRATA_RETURN_IF_ERROR(CheckDim("Squeeze", *dim, in.size()));
           if (in[*dim] != 1) {
@@ -466,9 +462,8 @@ absl::StatusOr<Tensor> Squeeze(const Tensor& tensor,
 }
 
 static absl::StatusOr<Tensor> UnsqueezeImpl(const Tensor& tensor, int64_t dim) {
-  return MapModes(
-      tensor, /*broadcasts=*/false,
-      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
+  return MapModes</*kBroadcasts=*/false>(
+      tensor, [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         if (dim < 0 || dim > rank) {
           return ValueErrorCat("Unsqueeze: position ", dim,
@@ -516,9 +511,8 @@ static absl::StatusOr<Tensor> BroadcastToImpl(
   const auto shape = [&] { return IntTuple::Flat(shape_extents); };
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastTo", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
-  return MapModes(
-      tensor, /*broadcasts=*/true,
-      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
+  return MapModes</*kBroadcasts=*/true>(
+      tensor, [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         if (static_cast<int64_t>(target.size()) < rank) {
           return ValueErrorCat("BroadcastTo: shape ", shape().ToString(),
@@ -557,9 +551,8 @@ static absl::StatusOr<Tensor> BroadcastInDimImpl(
   const IntTuple shape = IntTuple::Flat(shape_extents);
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastInDim", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;
-  return MapModes(
-      tensor, /*broadcasts=*/true,
-      [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
+  return MapModes</*kBroadcasts=*/true>(
+      tensor, [&](absl::Span<const int64_t> in, auto& specs) -> absl::Status {
         const int64_t rank = in.size();
         bool valid = static_cast<int64_t>(dims.size()) == rank;
         for (size_t i = 0; valid && i < dims.size(); ++i) {
