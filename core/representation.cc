@@ -616,29 +616,32 @@ absl::Status Representation::ViewDraft::CheckKeepingReach() const {
 // Layout::Create computes them) and the placement's fit in the carrier. Builds
 // without NDEBUG (the tests', the sanitizers', the fuzzers') check both, as
 // CheckKeepingReach does for drafts.
-absl::StatusOr<std::shared_ptr<const Representation>>
-Representation::OneLevelFlatView(const Representation& source, int64_t offset,
-                                 int n, const int64_t* extents,
-                                 const int64_t* strides,
-                                 const LayoutAssembler::DerivedBounds& bounds) {
+std::shared_ptr<const Representation> Representation::OneLevelFlatView(
+    const Representation& source, int64_t offset, int n, const int64_t* extents,
+    const int64_t* strides, const LayoutAssembler::DerivedBounds& bounds,
+    absl::Status* error) {
 #ifndef NDEBUG
   if (source.num_levels_ != 1 || n < 0 || n > LayoutAssembler::kFlatBuffer) {
-    return absl::InternalError(absl::StrCat("OneLevelFlatView of ",
-                                            source.num_levels_, " levels and ",
-                                            n, " modes"));
+    *error = absl::InternalError(absl::StrCat("OneLevelFlatView of ",
+                                              source.num_levels_,
+                                              " levels and ", n, " modes"));
+    return nullptr;
   }
 #endif
   std::shared_ptr<Representation> rep =
       AllocateStorage<1>(source, offset, n, extents, strides, bounds);
 #ifndef NDEBUG
-  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep));
+  *error = CheckDerivedBounds(*rep);
+  if (!error->ok()) return nullptr;
   if (absl::Status levels = CheckLevels(*rep); !levels.ok()) {
-    return absl::InternalError(absl::StrCat(
+    *error = absl::InternalError(absl::StrCat(
         "a one-level flat view fails a level check: ", levels.message()));
+    return nullptr;
   }
 #endif
-  STRATA_RETURN_IF_ERROR(RunRules(*rep));
-  return std::shared_ptr<const Representation>(std::move(rep));
+  *error = RunRules(*rep);
+  if (!error->ok()) return nullptr;
+  return rep;
 }
 
 absl::StatusOr<std::shared_ptr<const Representation>>

@@ -106,11 +106,13 @@ class Representation {
   // one level; 0 <= n <= LayoutAssembler::kFlatBuffer and both arrays hold
   // kFlatBuffer values; `bounds` are those Layout::Create computes for the
   // modes; the placement fits the carrier at `offset`. Builds without NDEBUG
-  // check them all and return an InternalError where one fails.
-  static absl::StatusOr<std::shared_ptr<const Representation>> OneLevelFlatView(
+  // check them all and fail with an InternalError where one fails. On
+  // failure (a rule's error) it returns nullptr and sets `*error`, which the
+  // caller made OK: no StatusOr on the views' hottest path.
+  static std::shared_ptr<const Representation> OneLevelFlatView(
       const Representation& source, int64_t offset, int n,
       const int64_t* extents, const int64_t* strides,
-      const LayoutAssembler::DerivedBounds& bounds);
+      const LayoutAssembler::DerivedBounds& bounds, absl::Status* error);
 
   // A one-level view's representation with a placement the view was given
   // (AsStrided): `source`'s dtypes and carrier, `offset` and `placement`,

@@ -290,12 +290,13 @@ absl::StatusOr<Tensor> MapModes(const Tensor& tensor, MakeSpecs make_specs) {
     STRATA_RETURN_IF_ERROR(make_specs(l0.shape().leaves(), flat));
     if (flat.usable()) {
       const int64_t size = kBroadcasts ? flat.elements() : l0.size();
-      STRATA_ASSIGN_OR_RETURN(
-          auto view,
-          Representation::OneLevelFlatView(
-              rep, rep.subtensor(0).offset, flat.size(), flat.extents(),
-              flat.strides(),
-              LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr)));
+      absl::Status error;
+      auto view = Representation::OneLevelFlatView(
+          rep, rep.subtensor(0).offset, flat.size(), flat.extents(),
+          flat.strides(),
+          LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr),
+          &error);
+      if (view == nullptr) return error;
       return MakeTensor(std::move(view));
     }
     // More modes than the buffers hold, or a size that overflows (which
@@ -851,12 +852,13 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
     int64_t extents[kFlat] = {};
     int64_t strides[kFlat] = {};
     if (MergeFlatModes(l0, nullptr, target, extents, strides, nullptr)) {
-      STRATA_ASSIGN_OR_RETURN(
-          auto view,
-          Representation::OneLevelFlatView(
-              rep, rep.subtensor(0).offset, static_cast<int>(target.size()),
-              extents, strides,
-              LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr)));
+      absl::Status error;
+      auto view = Representation::OneLevelFlatView(
+          rep, rep.subtensor(0).offset, static_cast<int>(target.size()),
+          extents, strides,
+          LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr),
+          &error);
+      if (view == nullptr) return error;
       return MakeTensor(std::move(view));
     }
     return views_internal::ReshapeByComposition(tensor, target);
@@ -992,9 +994,10 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       LayoutAssembler::DerivedBounds bounds;
       bounds.size = l0.size() / extent * count;
       shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
-      STRATA_ASSIGN_OR_RETURN(
-          auto view, Representation::OneLevelFlatView(rep, offset, n, extents,
-                                                      strides, bounds));
+      absl::Status error;
+      auto view = Representation::OneLevelFlatView(rep, offset, n, extents,
+                                                   strides, bounds, &error);
+      if (view == nullptr) return error;
       return MakeTensor(std::move(view));
     }
     Representation::ViewDraft draft(rep);
