@@ -321,6 +321,8 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
 //    reads placement_layout(0) and S_0 in O(leaves).
 // clang-format on
 //
+// One-level views whose placement is flat, and AsStrided of one level, skip
+// the draft and build their block directly (NOTE [ One-level flat views ]).
 // Representation::Create, the generic factory, stays the one path for
 // candidates that nothing has validated (proto, tests, replay).
 namespace {
@@ -401,7 +403,8 @@ struct Representation::Storage<1> final : Representation {
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
   }
-  // The one-level `source` at `offset` with `placement` (OneLevelView).
+  // The one-level `source` at `offset` with `placement`
+  // (OneLevelViewWithPlacement).
   Storage(const Representation& source, int64_t offset, const Layout& placement)
       : Representation(PrivateTag{}),
         subtensor_storage{source.subtensors_[0].storage_dtype,
@@ -645,12 +648,13 @@ std::shared_ptr<const Representation> Representation::OneLevelFlatView(
 }
 
 absl::StatusOr<std::shared_ptr<const Representation>>
-Representation::OneLevelView(const Representation& source, int64_t offset,
-                             const Layout& placement) {
+Representation::OneLevelViewWithPlacement(const Representation& source,
+                                          int64_t offset,
+                                          const Layout& placement) {
 #ifndef NDEBUG
   if (source.num_levels_ != 1) {
-    return absl::InternalError(
-        absl::StrCat("OneLevelView of ", source.num_levels_, " levels"));
+    return absl::InternalError(absl::StrCat("OneLevelViewWithPlacement of ",
+                                            source.num_levels_, " levels"));
   }
 #endif
   const Carrier& carrier = *source.subtensors_[0].carrier;

@@ -90,8 +90,8 @@ class Representation {
   // The one-subtensor representation of a simple dtype (the carrier's): exactly
   // the checks Create makes for it (a simple dtype has one schema entry and no
   // rules), with at most one allocation (NOTE [ Recycled representation
-  // blocks ] in representation.cc). Tensor::Create and the one-level views
-  // use it.
+  // blocks ] in representation.cc). Tensor::Create uses it (one-level views
+  // use OneLevelFlatView and OneLevelViewWithPlacement).
   // Errors: TypeError for a null carrier; ValueError when the carrier's dtype
   // is not simple or the placement does not fit (as Create).
   static absl::StatusOr<std::shared_ptr<const Representation>> CreateOneLevel(
@@ -106,9 +106,10 @@ class Representation {
   // one level; 0 <= n <= LayoutAssembler::kFlatBuffer and both arrays hold
   // kFlatBuffer values; `bounds` are those Layout::Create computes for the
   // modes; the placement fits the carrier at `offset`. Builds without NDEBUG
-  // check them all and fail with an InternalError where one fails. On
-  // failure (a rule's error) it returns nullptr and sets `*error`, which the
-  // caller made OK: no StatusOr on the views' hottest path.
+  // check all but the arrays' length (AddressSanitizer's) and fail with an
+  // InternalError where one fails. `*error` is always assigned: OK with the
+  // representation, or a rule's error (or that InternalError) with nullptr.
+  // No StatusOr: its out-of-line destructor cost 10 instructions per view.
   static std::shared_ptr<const Representation> OneLevelFlatView(
       const Representation& source, int64_t offset, int n,
       const int64_t* extents, const int64_t* strides,
@@ -119,8 +120,9 @@ class Representation {
   // with Create's level checks (the placement fits the carrier, with its
   // messages) and the logical dtype's rules. Precondition: `source` has one
   // level (builds without NDEBUG return an InternalError otherwise).
-  static absl::StatusOr<std::shared_ptr<const Representation>> OneLevelView(
-      const Representation& source, int64_t offset, const Layout& placement);
+  static absl::StatusOr<std::shared_ptr<const Representation>>
+  OneLevelViewWithPlacement(const Representation& source, int64_t offset,
+                            const Layout& placement);
 
   const DType& logical_dtype() const { return *logical_dtype_; }
   absl::Span<const Subtensor> subtensors() const {

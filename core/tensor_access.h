@@ -30,7 +30,8 @@ class TensorAccess {
     return tensor.representation_;
   }
   // A Tensor over a representation that Representation::Create (or
-  // CreateOneLevel) validated.
+  // CreateOneLevel, a ViewDraft, OneLevelFlatView or
+  // OneLevelViewWithPlacement) validated.
   static Tensor Make(std::shared_ptr<const Representation> representation) {
     return Tensor(std::move(representation));
   }

@@ -1,5 +1,6 @@
 // bazel run --config=opt //core:tensor_benchmark
-// (STRATA_BENCH_THREADED=1: as a multi-threaded process, layout/bench_threads.h)
+// (STRATA_BENCH_THREADED=1: as a multi-threaded process,
+// layout/bench_threads.h)
 #include <memory>
 #include <vector>
 

@@ -154,7 +154,6 @@ absl::Status LayoutAssembler::SetBounds(Layout* l) {
 Layout LayoutAssembler::FlatLayout(int n, const int64_t* extent,
                                    const int64_t* stride,
                                    const DerivedBounds& bounds) {
-  static_assert(kFlatBuffer == kLeaves && kLeaves < kTokens);
   static_assert(kFlatBuffer + 1 <= IntTuple::kInlineTokens &&
                 kFlatBuffer <= IntTuple::kInlineLeaves);
   // A whole buffer of IntTuple's inline tokens: the mode count, then one leaf

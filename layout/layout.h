@@ -190,13 +190,17 @@ class LayoutAssembler {
                                   const DerivedBounds* bounds, Layout* out,
                                   Layout* twin_out);
 
+  // Up to this many flat modes are copied whole, in fixed-size copies
+  // (WriteFlat, FlatLayout).
+  static constexpr int kFlatBuffer = 8;
   // Writes into `*out` the flat layout of `n` integer modes, extent[k] :
   // stride[k] (one mode: an integer layout), and where `twin_out` is given,
   // into it the layout of that shape with `twin_stride`; both take `bounds`
   // (GatherModes' precondition). Each buffer holds at least
-  // max(n, kFlatBuffer) values: up to kFlatBuffer modes are copied whole, in
-  // fixed-size copies.
-  static constexpr int kFlatBuffer = 8;
+  // max(n, kFlatBuffer) values.
+  static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
+                        const int64_t* twin_stride, const DerivedBounds& bounds,
+                        Layout* out, Layout* twin_out);
   // The flat layout of `n` integer modes, extent[k] : stride[k] (one mode: an
   // integer layout), with `bounds` (GatherModes' precondition), built in
   // place: a prvalue, so that it initializes a member directly (a fresh
@@ -205,9 +209,6 @@ class LayoutAssembler {
   // arrays hold kFlatBuffer values.
   static Layout FlatLayout(int n, const int64_t* extent, const int64_t* stride,
                            const DerivedBounds& bounds);
-  static void WriteFlat(int n, const int64_t* extent, const int64_t* stride,
-                        const int64_t* twin_stride, const DerivedBounds& bounds,
-                        Layout* out, Layout* twin_out);
 
   // Writes into `*out` the layout of `shaped`'s shape with leaf k replaced by
   // the next counts[k] pieces (by that integer where counts[k] == 1, else by

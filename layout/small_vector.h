@@ -9,6 +9,7 @@
 #ifndef STRATA_LAYOUT_SMALL_VECTOR_H_
 #define STRATA_LAYOUT_SMALL_VECTOR_H_
 
+#include <cassert>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -40,6 +41,7 @@ class SmallVector {
     explicit WholeBuffer() = default;
   };
   SmallVector(WholeBuffer, const T* buffer, uint32_t n) : size_(n) {
+    assert(n <= N);
     std::memcpy(inline_, buffer, sizeof(inline_));
   }
   SmallVector(std::initializer_list<T> values) {

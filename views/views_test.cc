@@ -8,12 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
+#include "dtype/representation_rule.h"
 #include "gtest/gtest.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
@@ -1192,6 +1194,69 @@ void ExpectSameRepresentation(const absl::StatusOr<Tensor>& fast,
   }
 }
 
+TEST(ViewFastPathsTest, ReshapeAndSliceFastPathsEqualComposition) {
+  std::mt19937_64 rng(17);
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % n); };
+  for (int round = 0; round < 3000; ++round) {
+    const std::string seed = absl::StrCat("round ", round);
+    Tensor t = Plain("1:1");
+    if (round % 3 == 0) {
+      // An mxfp8-shaped Tensor, maybe permuted.
+      t = BlockScaled(1 + pick(4), 32 * (1 + pick(3)), 32);
+      if (pick(2)) t = *Permute(t, {1, 0});
+    } else {
+      // A row-major layout with gaps, its modes permuted.
+      const int rank = 1 + pick(4);
+      std::vector<int64_t> extents(rank), strides(rank);
+      int64_t running = 1;
+      for (int k = rank; k-- > 0;) {
+        extents[k] = 1 + pick(4);
+        running *= 1 + pick(2);
+        strides[k] = running;
+        running *= extents[k];
+      }
+      std::vector<int64_t> perm(rank);
+      for (int k = 0; k < rank; ++k) perm[k] = k;
+      if (pick(2)) std::shuffle(perm.begin(), perm.end(), rng);
+      t = *Permute(Plain(absl::StrCat(IntTuple::Flat(extents).ToString(), ":",
+                                      IntTuple::Flat(strides).ToString())),
+                   perm);
+    }
+    const std::vector<int64_t> shape = t.shape();
+    // Reshape: merge random runs of modes, sometimes split one.
+    std::vector<int64_t> target;
+    for (size_t k = 0; k < shape.size(); ++k) {
+      if (!target.empty() && pick(2)) {
+        target.back() *= shape[k];
+      } else {
+        target.push_back(shape[k]);
+      }
+    }
+    if (pick(4) == 0 && !target.empty() && target[0] % 2 == 0) {
+      target[0] /= 2;
+      target.insert(target.begin(), 2);
+    }
+    ExpectSameRepresentation(
+        Reshape(t, target), views_internal::ReshapeByComposition(t, target),
+        absl::StrCat(seed, " reshape of ", t.layout().ToString()));
+    // Slice of a random mode.
+    const int64_t dim = pick(shape.size());
+    const int64_t start = pick(shape[dim] + 1);
+    const int64_t stop = start + pick(shape[dim] - start + 1);
+    const int64_t step = 1 + pick(3);
+    const auto fast = Slice(t, dim, start, stop, step);
+    const auto general = views_internal::SliceByComposition(
+        t, dim, start, CeilDiv(stop - start, step), step);
+    // The general path's errors lack the public prefix (Named adds it).
+    ASSERT_EQ(fast.ok(), general.ok()) << seed << fast.status();
+    if (fast.ok()) {
+      ExpectSameRepresentation(
+          fast, general,
+          absl::StrCat(seed, " slice of ", t.layout().ToString()));
+    }
+  }
+}
+
 // NOTE [ One-level flat views ] in core/representation.cc: views of one-level
 // Tensors whose modes are leaves build their block directly. Over random
 // flat layouts of rank 0 to 10 (past the 8 modes the direct path takes, so
@@ -1278,6 +1343,42 @@ TEST(ViewFastPathsTest, OneLevelFlatViewsWriteTheLayoutCreateBuilds) {
       bs.push_back(e[k] == 1 && target != 1 ? 0 : s[k]);
     }
     expect(BroadcastTo(t, be), be, bs, offset, "broadcast_to");
+    // BroadcastInDim to the same modes, the source's dims after the first.
+    std::vector<int64_t> dims(rank);
+    for (int k = 0; k < rank; ++k) dims[k] = k + 1;
+    expect(BroadcastInDim(t, be, dims), be, bs, offset, "broadcast_in_dim");
+    // Squeeze of every dim of extent 1.
+    std::vector<int64_t> qe, qs;
+    for (int k = 0; k < rank; ++k) {
+      if (e[k] == 1) continue;
+      qe.push_back(e[k]);
+      qs.push_back(s[k]);
+    }
+    expect(Squeeze(t), qe, qs, offset, "squeeze all");
+    // Reshape merging runs of modes whose strides chain (a row-major
+    // source's), compared with composition.
+    if (l.size() > 0 && rank > 0) {
+      std::vector<int64_t> chained(rank);
+      int64_t running = 1;
+      for (int k = rank; k-- > 0;) {
+        chained[k] = running;
+        running *= std::max<int64_t>(e[k], 1);
+      }
+      const Layout row_major = expected(e, chained);
+      auto rc = *HostCarrier::Create(*dtypes::Int16(), row_major.cosize());
+      const Tensor r = *Tensor::Create(rc, 0, row_major);
+      std::vector<int64_t> target;
+      for (int k = 0; k < rank; ++k) {
+        if (!target.empty() && pick(0, 1)) {
+          target.back() *= e[k];
+        } else {
+          target.push_back(e[k]);
+        }
+      }
+      ExpectSameRepresentation(Reshape(r, target),
+                               views_internal::ReshapeByComposition(r, target),
+                               what + " reshape of " + row_major.ToString());
+    }
     // Slice of at least two elements with a step (of a Tensor that is not
     // empty: an empty one's moved offset may leave its carrier, which the
     // spec refuses).
@@ -1302,67 +1403,76 @@ TEST(ViewFastPathsTest, OneLevelFlatViewsWriteTheLayoutCreateBuilds) {
   EXPECT_GT(checked, 10000);
 }
 
-TEST(ViewFastPathsTest, ReshapeAndSliceFastPathsEqualComposition) {
-  std::mt19937_64 rng(17);
-  auto pick = [&](int64_t n) { return static_cast<int64_t>(rng() % n); };
-  for (int round = 0; round < 3000; ++round) {
-    const std::string seed = absl::StrCat("round ", round);
-    Tensor t = Plain("1:1");
-    if (round % 3 == 0) {
-      // An mxfp8-shaped Tensor, maybe permuted.
-      t = BlockScaled(1 + pick(4), 32 * (1 + pick(3)), 32);
-      if (pick(2)) t = *Permute(t, {1, 0});
-    } else {
-      // A row-major layout with gaps, its modes permuted.
-      const int rank = 1 + pick(4);
-      std::vector<int64_t> extents(rank), strides(rank);
-      int64_t running = 1;
-      for (int k = rank; k-- > 0;) {
-        extents[k] = 1 + pick(4);
-        running *= 1 + pick(2);
-        strides[k] = running;
-        running *= extents[k];
-      }
-      std::vector<int64_t> perm(rank);
-      for (int k = 0; k < rank; ++k) perm[k] = k;
-      if (pick(2)) std::shuffle(perm.begin(), perm.end(), rng);
-      t = *Permute(Plain(absl::StrCat(IntTuple::Flat(extents).ToString(), ":",
-                                      IntTuple::Flat(strides).ToString())),
-                   perm);
+// The one-level flat path hands back to the specs path where a broadcast's
+// size overflows, which then fails as Layout::Create does, also beside an
+// empty mode of a flat layout.
+TEST(ViewFastPathsTest, OneLevelFlatBroadcastsThatOverflowFailAsCreate) {
+  const int64_t big = int64_t{1} << 40;
+  const Tensor empty =
+      *Tensor::Create(*HostCarrier::Create(*dtypes::Int32(), 1), 0,
+                      L("(0,1099511627776):(1,1)"));
+  auto over = BroadcastTo(empty, {big, 0, big});
+  EXPECT_TRUE(IsValueError(over.status())) << over.status();
+  EXPECT_TRUE(absl::StartsWith(over.status().message(), "BroadcastTo: "))
+      << over.status();
+  auto over_in_dim = BroadcastInDim(empty, {big, 0, big}, {1, 2});
+  EXPECT_TRUE(IsValueError(over_in_dim.status())) << over_in_dim.status();
+  auto fits = BroadcastTo(empty, {int64_t{1} << 20, 0, big});
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->layout().size(), 0);
+  ExpectCreatedBounds(fits->layout());
+}
+
+// A rule that refuses every placement wider than 4 values, and records the
+// placement it saw.
+class AtMostFourRule : public RepresentationRule {
+ public:
+  absl::string_view name() const override { return "at_most_four"; }
+  absl::Status Validate(
+      const RepresentationValidationContext& context) const override {
+    seen_ = context.placement_layout(0).ToString();
+    if (context.placement_layout(0).size() > 4) {
+      return ValueError("at_most_four: more than 4 values");
     }
-    const std::vector<int64_t> shape = t.shape();
-    // Reshape: merge random runs of modes, sometimes split one.
-    std::vector<int64_t> target;
-    for (size_t k = 0; k < shape.size(); ++k) {
-      if (!target.empty() && pick(2)) {
-        target.back() *= shape[k];
-      } else {
-        target.push_back(shape[k]);
-      }
-    }
-    if (pick(4) == 0 && !target.empty() && target[0] % 2 == 0) {
-      target[0] /= 2;
-      target.insert(target.begin(), 2);
-    }
-    ExpectSameRepresentation(
-        Reshape(t, target), views_internal::ReshapeByComposition(t, target),
-        absl::StrCat(seed, " reshape of ", t.layout().ToString()));
-    // Slice of a random mode.
-    const int64_t dim = pick(shape.size());
-    const int64_t start = pick(shape[dim] + 1);
-    const int64_t stop = start + pick(shape[dim] - start + 1);
-    const int64_t step = 1 + pick(3);
-    const auto fast = Slice(t, dim, start, stop, step);
-    const auto general = views_internal::SliceByComposition(
-        t, dim, start, CeilDiv(stop - start, step), step);
-    // The general path's errors lack the public prefix (Named adds it).
-    ASSERT_EQ(fast.ok(), general.ok()) << seed << fast.status();
-    if (fast.ok()) {
-      ExpectSameRepresentation(
-          fast, general,
-          absl::StrCat(seed, " slice of ", t.layout().ToString()));
-    }
+    return absl::OkStatus();
   }
+  mutable std::string seen_;
+};
+
+// A one-level Tensor whose logical dtype is a compound with a rule: the
+// one-level paths run the rule on the new placement and return its error,
+// named by the view, with no Tensor.
+TEST(ViewFastPathsTest, OneLevelViewsRunTheRulesOfACompoundDType) {
+  auto rule = std::make_shared<AtMostFourRule>();
+  const CompoundDType* wrapped =
+      *CompoundDType::Create("at_most_four_f32", {dtypes::Float32()}, {rule});
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 8);
+  std::vector<SubtensorCandidate> levels(1);
+  levels[0].storage_dtype = dtypes::Float32();
+  levels[0].carrier = carrier;
+  levels[0].placement = L("(2,2):(2,1)");
+  const Tensor t = MakeTensor(*Representation::Create(wrapped, levels, {}));
+  auto permuted = Permute(t, {1, 0});
+  ASSERT_TRUE(permuted.ok()) << permuted.status();
+  EXPECT_EQ(rule->seen_, "(2,2):(1,2)");
+  EXPECT_EQ(&permuted->dtype(), wrapped);
+  auto wide = BroadcastTo(t, {2, 2, 2});
+  EXPECT_TRUE(IsValueError(wide.status())) << wide.status();
+  EXPECT_EQ(wide.status().message(),
+            "BroadcastTo: at_most_four: more than 4 values")
+      << wide.status();
+  EXPECT_EQ(rule->seen_, "(2,2,2):(0,2,1)");
+  auto strided = AsStrided(t, L("8:1"), 0);
+  EXPECT_TRUE(IsValueError(strided.status())) << strided.status();
+  EXPECT_EQ(rule->seen_, "8:1");
+  auto sliced = Slice(t, 1, 0, 2);
+  ASSERT_TRUE(sliced.ok()) << sliced.status();
+  auto reshaped = Reshape(t, {4});
+  ASSERT_TRUE(reshaped.ok()) << reshaped.status();
+  EXPECT_EQ(rule->seen_, "4:1");
+  // The refused views keep no reference: carrier, levels, t, permuted,
+  // sliced and reshaped hold one each.
+  EXPECT_EQ(carrier.use_count(), 6);
 }
 
 // Reshape's one-pass path for flat layouts on two levels: L_0 and S_0 both

@@ -1404,7 +1404,6 @@ class Session {
     }
   }
 
-  // NumPy broadcast of two shapes (nullopt when they do not broadcast).
   // At most kSmall elements (no product overflows: it stops at kSmall).
   static bool SmallShape(const std::vector<int64_t>& shape) {
     int64_t n = 1;
@@ -1419,6 +1418,7 @@ class Session {
     return true;
   }
 
+  // NumPy broadcast of two shapes (nullopt when they do not broadcast).
   static std::optional<std::vector<int64_t>> Broadcast(
       const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
     std::vector<int64_t> out(std::max(a.size(), b.size()));
@@ -1552,12 +1552,13 @@ class Session {
     if (neg) rt = sa && Arithmetic(sa) && !sa->is_bool() ? sa : nullptr;
     const auto shape = neg ? std::optional<std::vector<int64_t>>(Shape(a))
                            : Broadcast(Shape(a), Shape(b));
-    // Two small operands can broadcast to kSmall^2 elements, which the
-    // result and the reference would then touch (a 22 s unit).
-    if (shape && !SmallShape(*shape)) return;
+    // Two small operands can broadcast to kSmall^2 elements, which a new
+    // result and the reference would then touch (a 22 s unit); an *Out form
+    // into a small Tensor still runs (and fails on the shape).
+    const bool small_result = !shape || SmallShape(*shape);
     std::vector<Val> want;
-    const bool ref =
-        rt && shape && Readable(a) && (neg || Readable(b)) && !(rt->is_bool());
+    const bool ref = rt && shape && small_result && Readable(a) &&
+                     (neg || Readable(b)) && !(rt->is_bool());
     auto compute = [&]() {
       want.clear();
       const Flat fa(a), fb(neg ? a : b);
@@ -1581,6 +1582,7 @@ class Session {
     const auto before = Capture();
     const int before_created = HostCarrier::created();
     if (!out_form) {
+      if (!small_result) return;
       absl::StatusOr<Tensor> res =
           neg ? strata::Neg(a) : BinaryOpTensor(op, a, b);
       if (!shape && !neg) API_CHECK(!res.ok());
