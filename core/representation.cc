@@ -10,6 +10,7 @@
 #include "absl/base/attributes.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/string_view.h"
 #include "core/errors.h"
 #include "core/internal/block_cache.h"
 #include "core/status_macros.h"
@@ -390,25 +391,16 @@ struct Representation::Storage<1> final : Representation {
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
   }
-  // The one-level `source` at `offset` with the flat placement of
-  // OneLevelFlatView, built in place.
-  Storage(const Representation& source, int64_t offset, int n,
-          const int64_t* extents, const int64_t* strides,
-          const LayoutAssembler::DerivedBounds& bounds)
-      : Representation(PrivateTag{}),
-        subtensor_storage{
-            source.subtensors_[0].storage_dtype, source.subtensors_[0].carrier,
-            offset, LayoutAssembler::FlatLayout(n, extents, strides, bounds)} {
-    logical_dtype_ = source.logical_dtype_;
-    subtensors_ = &subtensor_storage;
-    num_levels_ = 1;
-  }
-  // The one-level `source` at `offset` with `placement`
-  // (OneLevelViewWithPlacement).
-  Storage(const Representation& source, int64_t offset, const Layout& placement)
+  // A view of the one-level `source` at `offset` whose placement
+  // make_placement() returns: a prvalue, built in place in the block
+  // (OneLevelFlatView, OneLevelViewWithPlacement).
+  template <typename MakePlacement>
+  Storage(const Representation& source, int64_t offset,
+          MakePlacement make_placement)
       : Representation(PrivateTag{}),
         subtensor_storage{source.subtensors_[0].storage_dtype,
-                          source.subtensors_[0].carrier, offset, placement} {
+                          source.subtensors_[0].carrier, offset,
+                          make_placement()} {
     logical_dtype_ = source.logical_dtype_;
     subtensors_ = &subtensor_storage;
     num_levels_ = 1;
@@ -569,6 +561,19 @@ absl::Status CheckDerivedBounds(const Representation& rep) {
   return absl::OkStatus();
 }
 
+// What a view that skips the level checks claims of its representation
+// (`view` names it in the message): the bounds Layout::Create computes, and
+// then the level checks pass; an InternalError where either fails.
+absl::Status CheckSkippedLevelChecks(const Representation& rep,
+                                     absl::string_view view) {
+  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(rep));
+  if (absl::Status levels = CheckLevels(rep); !levels.ok()) {
+    return absl::InternalError(
+        absl::StrCat(view, " fails a level check: ", levels.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 #endif  // NDEBUG
 
@@ -597,11 +602,8 @@ absl::Status Representation::ViewDraft::CheckKeepingReach() const {
   // The precondition itself: every layout of the draft has the bounds
   // Layout::Create computes for its leaves (the view copied them), and then
   // the level checks pass.
-  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep_));
-  if (absl::Status levels = CheckLevels(*rep_); !levels.ok()) {
-    return absl::InternalError(absl::StrCat(
-        "a view that keeps its reach fails a level check: ", levels.message()));
-  }
+  STRATA_RETURN_IF_ERROR(
+      CheckSkippedLevelChecks(*rep_, "a view that keeps its reach"));
 #endif
   return RunRules(*rep_);
 }
@@ -631,16 +633,12 @@ std::shared_ptr<const Representation> Representation::OneLevelFlatView(
     return nullptr;
   }
 #endif
-  std::shared_ptr<Representation> rep =
-      AllocateStorage<1>(source, offset, n, extents, strides, bounds);
+  std::shared_ptr<Representation> rep = AllocateStorage<1>(source, offset, [&] {
+    return LayoutAssembler::FlatLayout(n, extents, strides, bounds);
+  });
 #ifndef NDEBUG
-  *error = CheckDerivedBounds(*rep);
+  *error = CheckSkippedLevelChecks(*rep, "a one-level flat view");
   if (!error->ok()) return nullptr;
-  if (absl::Status levels = CheckLevels(*rep); !levels.ok()) {
-    *error = absl::InternalError(absl::StrCat(
-        "a one-level flat view fails a level check: ", levels.message()));
-    return nullptr;
-  }
 #endif
   *error = RunRules(*rep);
   if (!error->ok()) return nullptr;
@@ -662,7 +660,7 @@ Representation::OneLevelViewWithPlacement(const Representation& source,
     return CheckPlacementFits(0, carrier, offset, placement);
   }
   std::shared_ptr<Representation> rep =
-      AllocateStorage<1>(source, offset, placement);
+      AllocateStorage<1>(source, offset, [&]() -> Layout { return placement; });
   STRATA_RETURN_IF_ERROR(RunRules(*rep));
   return std::shared_ptr<const Representation>(std::move(rep));
 }
