@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #if defined(__SSE2__)
 #include <immintrin.h>
@@ -65,6 +66,16 @@ void TransposeByBufferedTiles(T* to, const T* from, int64_t ts, int64_t fs,
 constexpr int64_t kStreamingBytes = int64_t{8} << 20;
 
 #if defined(__SSE2__)
+// Whether a transpose of rows x cols elements of `element_bytes` into `to`,
+// rows `to_row_stride` elements apart, streams its stores of `store_bytes`:
+// an output of at least kStreamingBytes whose rows are aligned to the stores.
+bool Streams(const void* to, int64_t to_row_stride, int64_t rows, int64_t cols,
+             int64_t element_bytes, int64_t store_bytes) {
+  return rows * cols >= kStreamingBytes / element_bytes &&
+         reinterpret_cast<uintptr_t>(to) % store_bytes == 0 &&
+         to_row_stride * element_bytes % store_bytes == 0;
+}
+
 // NOTE [ Streaming 4-byte transposes ]
 // For 4-byte elements (on x86-64 without AVX-512, and for the edges of its
 // tiles; SSE needs no -march flag), 4x4 blocks transposed in SSE registers,
@@ -143,9 +154,7 @@ void TransposePortable(T* to, const T* from, int64_t ts, int64_t fs,
   if constexpr (sizeof(T) == 4) {
     auto* t = reinterpret_cast<uint32_t*>(to);
     auto* f = reinterpret_cast<const uint32_t*>(from);
-    // Streaming stores need 16-byte aligned destination rows.
-    if (reinterpret_cast<uintptr_t>(to) % 16 == 0 && ts % 4 == 0 &&
-        rows * cols >= kStreamingBytes / 4) {
+    if (Streams(to, ts, rows, cols, 4, /*store_bytes=*/16)) {
       TransposeStrips32<true>(t, f, ts, fs, rows, cols);
     } else {
       TransposeStrips32<false>(t, f, ts, fs, rows, cols);
@@ -417,38 +426,22 @@ STRATA_AVX512 void TransposeTiles(T* to, const T* from, int64_t ts, int64_t fs,
   *cols_done = tiled_cols;
 }
 
+// The tile of elements of T (1, 2, 4 or 8 bytes).
 template <typename T>
-struct TileOf;
-template <>
-struct TileOf<uint8_t> {
-  using Type = Tile1;
-};
-template <>
-struct TileOf<uint16_t> {
-  using Type = Tile2;
-};
-template <>
-struct TileOf<uint32_t> {
-  using Type = Tile4;
-};
-template <>
-struct TileOf<uint64_t> {
-  using Type = Tile8;
-};
+using TileOf = std::conditional_t<
+    sizeof(T) == 1, Tile1,
+    std::conditional_t<sizeof(T) == 2, Tile2,
+                       std::conditional_t<sizeof(T) == 4, Tile4, Tile8>>>;
 
 // Whether the AVX-512 tiles copied this transpose (and did it).
 template <typename T>
 bool TransposeByAvx512(T* to, const T* from, int64_t ts, int64_t fs,
                        int64_t rows, int64_t cols) {
-  using Tile = typename TileOf<T>::Type;
+  using Tile = TileOf<T>;
   if (rows < Tile::kRows || cols < Tile::kCols || !Avx512Available())
     return false;
   int64_t rows_done, cols_done;
-  // Streaming stores need destination rows aligned to their width.
-  const int64_t row_bytes = ts * static_cast<int64_t>(sizeof(T));
-  if (rows * cols >= kStreamingBytes / static_cast<int64_t>(sizeof(T)) &&
-      reinterpret_cast<uintptr_t>(to) % Tile::kStore == 0 &&
-      row_bytes % Tile::kStore == 0) {
+  if (Streams(to, ts, rows, cols, sizeof(T), Tile::kStore)) {
     TransposeTiles<T, Tile, true>(to, from, ts, fs, rows, cols, &rows_done,
                                   &cols_done);
   } else {
