@@ -973,6 +973,10 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
     const int leaf = elements.leaf(dim);
     // start < extent: start * stride is a reachable index, no overflow.
     const int64_t l_base = start * l0.stride().leaves()[leaf];
+    int64_t offset;
+    if (!CheckedAdd(rep.subtensor(0).offset, l_base, &offset)) {
+      return ValueError("Slice: offset overflows");
+    }
     // The new bounds are the source's with mode dim's part changed: leaf
     // (extent, s) becomes (count, step * s), and (count - 1) * step <=
     // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
@@ -992,10 +996,6 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       // index the validated source reaches (start < extent, and the kept
       // coordinates are a subset of the source's), and OneLevelFlatView's
       // debug check confirms it.
-      int64_t offset;
-      if (!CheckedAdd(rep.subtensor(0).offset, l_base, &offset)) {
-        return ValueError("Slice: offset overflows");
-      }
       int64_t extents[kFlat] = {};
       int64_t strides[kFlat] = {};
       const int n = elements.size();
@@ -1036,9 +1036,7 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       // of them is at most the validated source's.
       return s;
     }
-    if (!CheckedAdd(draft.offset(0), l_base, &draft.offset(0))) {
-      return ValueError("Slice: offset overflows");
-    }
+    draft.offset(0) = offset;
     if (levels) {
       const int64_t s_base = start * s0->stride().leaves()[leaf];
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
