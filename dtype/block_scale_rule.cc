@@ -1,107 +1,83 @@
 #include "dtype/block_scale_rule.h"
 
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
 #include "core/status_macros.h"
 #include "dtype/dtype.h"
+#include "dtype/registry.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
 
 namespace strata {
 namespace {
 
-// One mode of a layout read leaf by leaf, coalesced as it goes: the first
-// non-trivial (extent, stride) pair after merging, and whether every later
-// stride is non-zero.
-class CoalescedMode {
- public:
-  void Add(int64_t e, int64_t d) {
-    if (e == 1) return;
-    // extent * stride may pass INT64_MAX (extent 2, stride 2^62) where the
-    // layout itself fits; such a product is never a stride of the layout.
-    int64_t seam;
-    if (extent_ != 0 && CheckedMul(extent_, stride_, &seam) && d == seam) {
-      extent_ *= e;  // At most the layout's size.
-      return;
-    }
-    if (extent_ != 0) Flush();
-    extent_ = e;
-    stride_ = d;
-  }
-  // Ends the mode: the leaf being built is its last piece.
-  void Finish() {
-    if (extent_ != 0) Flush();
-    extent_ = 0;
-  }
-  // Whether the finished mode coalesces to (block,...):(0,...), its later
-  // strides non-zero.
-  bool IsBlockOf(int64_t block) const {
-    return first_extent_ == block && first_stride_ == 0 && later_nonzero_;
-  }
-
- private:
-  void Flush() {
-    if (pieces_ == 0) {
-      first_extent_ = extent_;
-      first_stride_ = stride_;
-    } else if (stride_ == 0) {
-      later_nonzero_ = false;
-    }
-    ++pieces_;
-  }
-  int64_t extent_ = 0;  // The coalesced leaf being built.
-  int64_t stride_ = 0;
-  int pieces_ = 0;
-  int64_t first_extent_ = 1;
-  int64_t first_stride_ = 0;
-  bool later_nonzero_ = true;
+// One coalesced piece of a mode of S_0: `extent` steps of `stride` in L_1's
+// colexicographic domain.
+struct Piece {
+  int64_t extent;
+  int64_t stride;
 };
 
-// How many top-level modes of S_0 are blocks of `block` values that L_0 does
-// not broadcast; *blocked is the last of them. The modes are walked in the
-// tokens (no element table: this runs in every view of a block-scaled
-// Tensor).
-int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
-                      int* blocked) {
-  // Raw pointers and locals: a store through `blocked` may alias the sizes
-  // of the layouts' small vectors, which every access would then reload.
+// What the scale does along one top-level mode of the value shape (NOTE
+// [ The block-scaling rule ]).
+struct ModeScale {
+  int64_t extent = 1;     // N
+  int64_t block = 1;      // b: values per scale; >= N for a constant mode
+  bool broadcast = true;  // L_0 has stride 0 on every leaf of extent > 1
+  bool repeats = false;   // a moving piece of S_0 is followed by a stride 0
+  int matched = -1;       // the entry of BlockScaling::blocks it took
+};
+
+// Every mode of S_0 and its moving pieces, at most a few per mode.
+struct ScaleAnalysis {
+  absl::InlinedVector<ModeScale, 8> modes;
+  absl::InlinedVector<Piece, 16> pieces;
+  absl::InlinedVector<int, 8> first_piece;  // per mode, then one past the end
+  // Leaves of L_1 that a mode's block absorbed (NOTE [ Ragged blocks ]).
+  absl::InlinedVector<bool, 16> absorbed;
+};
+
+// Appends leaf (e, d) to the coalesced pieces of the mode being read.
+void AddLeaf(int64_t e, int64_t d, std::vector<Piece>* scratch) {
+  if (e == 1) return;
+  if (!scratch->empty()) {
+    Piece& last = scratch->back();
+    // extent * stride may pass INT64_MAX where the layout fits; such a
+    // product is never a stride of the layout.
+    int64_t seam;
+    if (CheckedMul(last.extent, last.stride, &seam) && d == seam) {
+      last.extent *= e;  // At most the layout's size.
+      return;
+    }
+  }
+  scratch->push_back({e, d});
+}
+
+// Reads S_0 mode by mode (the tokens of its shape; L_0 has the same leaves):
+// each mode's extent, whether L_0 broadcasts it, its shared prefix b0 and its
+// moving pieces.
+void ReadModes(const Layout& s0, const Layout& l0, ScaleAnalysis* out) {
   const IntTuple& shape = s0.shape();
   const int32_t* tokens = shape.tokens().data();
-  const int64_t* s0_extents = shape.leaves().data();
-  const int64_t* s0_strides = s0.stride().leaves().data();
-  // L_0 has S_0's shape: the same leaves make the same mode.
-  const int64_t* l0_strides = l0.stride().leaves().data();
+  const int64_t* extents = shape.leaves().data();
+  const int64_t* s_strides = s0.stride().leaves().data();
+  const int64_t* l_strides = l0.stride().leaves().data();
   const int rank = shape.is_leaf() ? 1 : tokens[0];
   int token = shape.is_leaf() ? 0 : 1;
   int leaf = 0;
-  int count = 0;
-  int last_blocked = -1;
+  std::vector<Piece> scratch;
   for (int i = 0; i < rank; ++i) {
-    if (tokens[token] == IntTuple::kLeafToken) {
-      // An integer mode (most modes), as CoalescedMode reads it: extent 1
-      // adds nothing and L_0 broadcasts it; extent 0 leaves the mode 1:0; any
-      // other extent e with stride 0 is (e):(0). A block where that is
-      // (block):(0) and L_0 does not broadcast it.
-      const int64_t e = s0_extents[leaf];
-      const bool block_shaped =
-          e == 0 ? block == 1 : e > 1 && e == block && s0_strides[leaf] == 0;
-      if (block_shaped && l0_strides[leaf] != 0) {
-        last_blocked = i;
-        ++count;
-      }
-      ++token;
-      ++leaf;
-      continue;
-    }
-    // A hierarchical mode, in one walk of its tokens: its leaves coalesced
-    // as they pass, and whether L_0 broadcasts it (every leaf of extent > 1
-    // of stride 0).
-    CoalescedMode mode;
-    bool broadcast = true;
+    ModeScale mode;
+    scratch.clear();
     int pending = 1;  // Nodes of the mode still to visit.
     while (pending > 0) {
       const int32_t t = tokens[token++];
@@ -110,71 +86,453 @@ int CountBlockedModes(const Layout& s0, const Layout& l0, int64_t block,
         pending += t;
         continue;
       }
-      const int64_t e = s0_extents[leaf];
-      broadcast = broadcast && (e == 1 || l0_strides[leaf] == 0);
-      mode.Add(e, s0_strides[leaf]);
+      const int64_t e = extents[leaf];
+      mode.extent *= e;  // At most the layout's size.
+      mode.broadcast = mode.broadcast && (e <= 1 || l_strides[leaf] == 0);
+      AddLeaf(e, s_strides[leaf], &scratch);
       ++leaf;
     }
-    mode.Finish();
-    if (mode.IsBlockOf(block) && !broadcast) {
-      last_blocked = i;
-      ++count;
+    size_t k = 0;
+    if (!scratch.empty() && scratch[0].stride == 0) {
+      mode.block = scratch[0].extent;
+      k = 1;
+    }
+    out->first_piece.push_back(static_cast<int>(out->pieces.size()));
+    for (; k < scratch.size(); ++k) {
+      if (scratch[k].stride == 0) {
+        mode.repeats = true;
+        continue;
+      }
+      out->pieces.push_back(scratch[k]);
+    }
+    out->modes.push_back(mode);
+  }
+  out->first_piece.push_back(static_cast<int>(out->pieces.size()));
+}
+
+// Leaf j of L_1 (flattened) with its colexicographic weight in L_1's domain;
+// weights past INT64_MAX are INT64_MAX (no stride of S_0 equals them).
+struct Level1Leaf {
+  int64_t extent;
+  int64_t stride;
+  int64_t weight;
+};
+
+absl::InlinedVector<Level1Leaf, 16> Level1Leaves(const Layout& l1) {
+  absl::InlinedVector<Level1Leaf, 16> leaves;
+  const auto e = l1.shape().leaves();
+  const auto d = l1.stride().leaves();
+  int64_t weight = 1;
+  for (size_t j = 0; j < e.size(); ++j) {
+    leaves.push_back({e[j], d[j], weight});
+    if (!CheckedMul(weight, e[j], &weight)) weight = INT64_MAX;
+  }
+  return leaves;
+}
+
+// The first moving piece of each mode absorbs the stride-0 leaves of L_1 it
+// starts on (NOTE [ Ragged blocks ]): the mode's block grows by their
+// extent, and the piece steps over them.
+void AbsorbMergingLeaves(absl::Span<const Level1Leaf> leaves,
+                         ScaleAnalysis* a) {
+  for (size_t m = 0; m < a->modes.size(); ++m) {
+    ModeScale& mode = a->modes[m];
+    if (mode.broadcast || a->first_piece[m] == a->first_piece[m + 1]) continue;
+    Piece& piece = a->pieces[a->first_piece[m]];
+    // A partial merge (a ragged last block) ends the mode: the piece must be
+    // its last.
+    const bool last = a->first_piece[m] + 1 == a->first_piece[m + 1];
+    size_t j = 0;
+    while (j < leaves.size() && leaves[j].weight < piece.stride) ++j;
+    for (; j < leaves.size() && leaves[j].weight == piece.stride &&
+           piece.extent > 1;
+         ++j) {
+      const Level1Leaf& leaf = leaves[j];
+      if (leaf.extent <= 1) continue;
+      if (leaf.stride != 0 || a->absorbed[j]) break;
+      if (piece.extent % leaf.extent != 0 && !last) break;
+      int64_t block;
+      if (!CheckedMul(mode.block, leaf.extent, &block)) break;
+      mode.block = block;
+      a->absorbed[j] = true;
+      piece.extent = CeilDiv(piece.extent, leaf.extent);
+      int64_t next;
+      piece.stride =
+          CheckedMul(leaf.weight, leaf.extent, &next) ? next : INT64_MAX;
     }
   }
-  if (count > 0) *blocked = last_blocked;
-  return count;
+}
+
+// Whether pieces (extent, |stride|) reach distinct indices: sorted by stride,
+// each starts past the last index of the one before.
+bool Disjoint(absl::InlinedVector<Piece, 16> pieces) {
+  for (Piece& p : pieces) p.stride = p.stride < 0 ? -p.stride : p.stride;
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.stride < b.stride; });
+  for (size_t k = 1; k < pieces.size(); ++k) {
+    const Piece& prev = pieces[k - 1];
+    int64_t last;
+    if (!CheckedMul(prev.stride, prev.extent - 1, &last) ||
+        pieces[k].stride <= last) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string BlockText(int64_t b) {
+  return b == kWholeMode ? std::string("whole") : absl::StrCat(b);
+}
+
+// "mode 0 -> (4):(1)" for each mode of S_0, for messages.
+std::string ModesText(const Layout& s0) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < s0.rank(); ++i) {
+    const Layout mode = s0.shape().is_leaf() ? s0 : s0.mode(i);
+    seen.push_back(absl::StrCat("mode ", i, " -> ", Coalesce(mode).ToString()));
+  }
+  return absl::StrJoin(seen, "; ");
+}
+
+bool AllLeavesZero(const Layout& layout) {
+  const auto e = layout.shape().leaves();
+  const auto d = layout.stride().leaves();
+  for (size_t j = 0; j < e.size(); ++j) {
+    if (e[j] > 1 && d[j] != 0) return false;
+  }
+  return true;
 }
 
 }  // namespace
 
-absl::StatusOr<int> BlockScaleRule::BlockedMode(
-    const RepresentationValidationContext& context) const {
-  const auto adjacent = context.adjacent_layouts();
-  // A context of no level (one a rule's caller made by hand) has no L_0.
-  if (adjacent.empty() || context.num_levels() == 0) {
-    return ValueErrorCat(context.logical_dtype().name(),
-                         ": block-scaled representations need a scale level");
+std::string BlockScaling::Describe() const {
+  std::string text;
+  if (blocks.empty()) {
+    text = "one scale for the whole Tensor";
+  } else if (blocks.size() == 1 && blocks[0] != kWholeMode) {
+    text = absl::StrCat("one scale per block of ", blocks[0], " values along ",
+                        chosen_mode ? "one mode" : "the last mode");
+  } else if (blocks.size() == 1) {
+    text = "one scale along the whole last mode";
+  } else {
+    text = absl::StrCat("one scale per block of ",
+                        absl::StrJoin(blocks, "x",
+                                      [](std::string* out, int64_t b) {
+                                        out->append(BlockText(b));
+                                      }),
+                        " values on the last ", blocks.size(), " modes");
   }
-  const Layout& s0 = adjacent[0];
-  int blocked = -1;
-  const int count =
-      CountBlockedModes(s0, context.placement_layout(0), block_size_, &blocked);
-  if (count == 1) return blocked;
-  // Only now, for the message: what each mode of S_0 does instead.
-  const int rank = s0.rank();
-  std::vector<std::string> seen;
-  for (int i = 0; i < rank; ++i) {
-    const Layout mode = s0.shape().is_leaf() ? s0 : s0.mode(i);
-    seen.push_back(absl::StrCat("mode ", i, " -> ", Coalesce(mode).ToString()));
+  if (!blocks.empty()) {
+    absl::StrAppend(&text, other_modes == 1 ? ", 1 on every other mode"
+                                            : ", whole on every other mode");
   }
-  return ValueErrorCat(
-      context.logical_dtype().name(), " needs one scale per aligned block of ",
-      block_size_,
-      " values along exactly one mode: S_0 coalesced by mode must be (",
-      block_size_, ",...):(0,...) on one mode, but S_0 = ", s0.ToString(),
-      " has ", count, " such modes (", absl::StrJoin(seen, "; "), ")");
+  if (ragged) absl::StrAppend(&text, " (a partial last block allowed)");
+  return text;
 }
+
+BlockScaleRule::BlockScaleRule(int64_t block_size)
+    : BlockScaleRule(BlockScaling{{block_size}, 1, false, true}, false) {}
+
+BlockScaleRule::BlockScaleRule(BlockScaling scaling, bool tensor_scale)
+    : scaling_(std::move(scaling)), tensor_scale_(tensor_scale) {}
+
+namespace {
+
+// The rule's whole judgement (NOTE [ The block-scaling rule ]): OkStatus with
+// *blocked_mode the mode that took the single entry of a one-mode format (-1
+// where none did), or the rule's error.
+absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
+                   const RepresentationValidationContext& context,
+                   int* blocked_mode) {
+  *blocked_mode = -1;
+  const std::string& name = context.logical_dtype().name();
+  const int needed = tensor_scale ? 3 : 2;
+  const auto adjacent = context.adjacent_layouts();
+  // A context of fewer levels (one a rule's caller made by hand) has no L_1.
+  if (context.num_levels() < needed ||
+      static_cast<int>(adjacent.size()) < needed - 1) {
+    return ValueErrorCat(
+        name, ": block-scaled representations need a scale ", "level",
+        tensor_scale ? " and a tensor-scale level" : "", " (", needed,
+        " levels); this one has ", context.num_levels());
+  }
+  const Layout& l0 = context.placement_layout(0);
+  // An empty Tensor has no value, hence no block to give a scale to.
+  if (l0.size() == 0) return absl::OkStatus();
+  const Layout& s0 = adjacent[0];
+  const Layout& l1 = context.placement_layout(1);
+
+  ScaleAnalysis a;
+  ReadModes(s0, l0, &a);
+  const auto leaves = Level1Leaves(l1);
+  a.absorbed.assign(leaves.size(), false);
+  bool merging = false;
+  for (const Level1Leaf& leaf : leaves) {
+    merging = merging || (leaf.extent > 1 && leaf.stride == 0);
+  }
+  if (merging) AbsorbMergingLeaves(leaves, &a);
+
+  const auto refuse = [&](absl::string_view problem) {
+    return ValueErrorCat(name, " needs ", scaling.Describe(), ": ", problem,
+                         " (S_0 = ", s0.ToString(), ": ", ModesText(s0),
+                         "; L_1 = ", l1.ToString(), ")");
+  };
+
+  // The mode's block, now that L_1's merges are known; constant modes.
+  for (size_t m = 0; m < a.modes.size(); ++m) {
+    ModeScale& mode = a.modes[m];
+    if (mode.broadcast) continue;
+    bool moves = false;
+    for (int k = a.first_piece[m]; k < a.first_piece[m + 1]; ++k) {
+      moves = moves || a.pieces[k].extent > 1;
+    }
+    if (!moves || mode.block > mode.extent) mode.block = mode.extent;
+    if (mode.repeats) {
+      return refuse(absl::StrCat("along mode ", m,
+                                 " distinct blocks reach one scale (a stride "
+                                 "0 after a moving piece)"));
+    }
+  }
+
+  // Which modes look like the one block of a one-mode format, for the
+  // message MX users know.
+  const bool one_block = scaling.blocks.size() == 1 &&
+                         scaling.blocks[0] != kWholeMode && !scaling.ragged &&
+                         scaling.other_modes == 1;
+  const auto count_block_like = [&]() {
+    int count = 0;
+    for (const ModeScale& mode : a.modes) {
+      if (!mode.broadcast && mode.extent > 1 &&
+          (mode.block == scaling.blocks[0] ||
+           (mode.block == mode.extent && mode.extent == scaling.blocks[0]))) {
+        ++count;
+      }
+    }
+    return count;
+  };
+  const auto refuse_one_block = [&]() {
+    return ValueErrorCat(
+        name, " needs one scale per aligned block of ", scaling.blocks[0],
+        " values along exactly one mode: S_0 coalesced by mode must be (",
+        scaling.blocks[0],
+        ",...):(0,...) on one mode, but S_0 = ", s0.ToString(), " has ",
+        count_block_like(), " such modes (", ModesText(s0), ")");
+  };
+
+  // Match the modes to the format's entries: blocked and unit modes first
+  // (they fit one kind of entry), then constant ones, largest first.
+  absl::InlinedVector<bool, 4> used(scaling.blocks.size(), false);
+  absl::InlinedVector<int, 8> constants;
+  for (size_t m = 0; m < a.modes.size(); ++m) {
+    ModeScale& mode = a.modes[m];
+    if (mode.broadcast || mode.extent <= 1) continue;
+    if (mode.block == mode.extent) {
+      constants.push_back(static_cast<int>(m));
+      continue;
+    }
+    if (mode.block == 1 && scaling.other_modes == 1) continue;
+    for (size_t k = 0; k < scaling.blocks.size() && mode.matched < 0; ++k) {
+      if (!used[k] && scaling.blocks[k] == mode.block) {
+        used[k] = true;
+        mode.matched = static_cast<int>(k);
+      }
+    }
+    if (mode.matched < 0) {
+      if (one_block) return refuse_one_block();
+      return refuse(absl::StrCat("mode ", m, " (extent ", mode.extent,
+                                 ") has one scale per ", mode.block,
+                                 " values, which is no block of the format",
+                                 mode.block > 1 ? " left unmatched" : ""));
+    }
+    if (mode.extent % mode.block != 0 && !scaling.ragged) {
+      return refuse(absl::StrCat("mode ", m, " (extent ", mode.extent,
+                                 ") ends in a partial block of ",
+                                 mode.extent % mode.block, " values"));
+    }
+  }
+  std::sort(constants.begin(), constants.end(), [&](int x, int y) {
+    return a.modes[x].extent > a.modes[y].extent;
+  });
+  for (int m : constants) {
+    ModeScale& mode = a.modes[m];
+    // The smallest block extent that holds the mode as one block, else a
+    // whole entry, else whole other modes.
+    int best = -1;
+    for (size_t k = 0; k < scaling.blocks.size(); ++k) {
+      const int64_t b = scaling.blocks[k];
+      if (used[k] || b == kWholeMode) continue;
+      const bool fits = b == mode.extent || (b > mode.extent && scaling.ragged);
+      if (fits && (best < 0 || b < scaling.blocks[best])) best = k;
+    }
+    for (size_t k = 0; k < scaling.blocks.size() && best < 0; ++k) {
+      if (!used[k] && scaling.blocks[k] == kWholeMode) best = k;
+    }
+    if (best >= 0) {
+      used[best] = true;
+      mode.matched = best;
+      continue;
+    }
+    if (scaling.other_modes == kWholeMode) continue;
+    if (one_block) return refuse_one_block();
+    return refuse(absl::StrCat("mode ", m, " (extent ", mode.extent,
+                               ") has one scale along all of it, and no "
+                               "block of the format is left for it"));
+  }
+  for (size_t k = 0; k < scaling.blocks.size(); ++k) {
+    const int64_t b = scaling.blocks[k];
+    if (used[k] || b == kWholeMode || b == 1 || scaling.ragged) continue;
+    // A block of b > 1 along a squeezed mode of extent 1 is partial.
+    if (one_block) return refuse_one_block();
+    return refuse(absl::StrCat("no mode holds the blocks of ", b, " values"));
+  }
+
+  // Distinct blocks reach distinct scales.
+  absl::InlinedVector<Piece, 16> moving;
+  for (size_t m = 0; m < a.modes.size(); ++m) {
+    if (a.modes[m].broadcast) continue;
+    for (int k = a.first_piece[m]; k < a.first_piece[m + 1]; ++k) {
+      if (a.pieces[k].extent > 1) moving.push_back(a.pieces[k]);
+    }
+  }
+  if (!Disjoint(moving)) {
+    return refuse(
+        "two blocks reach one scale coordinate (the moving pieces "
+        "of S_0 overlap)");
+  }
+  absl::InlinedVector<Piece, 16> level1;
+  for (size_t j = 0; j < leaves.size(); ++j) {
+    const Level1Leaf& leaf = leaves[j];
+    if (leaf.extent <= 1) continue;
+    if (a.absorbed[j]) {
+      // No other piece may land on a leaf that merges coordinates.
+      for (const Piece& p : moving) {
+        const int64_t d = p.stride < 0 ? -p.stride : p.stride;
+        int64_t next, reach;
+        const bool beyond =
+            CheckedMul(leaf.weight, leaf.extent, &next) && d % next == 0;
+        if (!beyond && CheckedMul(d, p.extent - 1, &reach) &&
+            reach >= leaf.weight) {
+          return refuse(
+              absl::StrCat("leaf ", j,
+                           " of L_1 (stride 0) merges the scales of a mode "
+                           "it is not the block of"));
+        }
+      }
+      continue;
+    }
+    if (leaf.stride == 0) {
+      return refuse(absl::StrCat("leaf ", j, " of L_1 (extent ", leaf.extent,
+                                 ", stride 0) gives distinct blocks one "
+                                 "scale"));
+    }
+    level1.push_back({leaf.extent, leaf.stride});
+  }
+  if (!Disjoint(level1)) {
+    return refuse("L_1 places two scale coordinates at one carrier index");
+  }
+
+  if (tensor_scale) {
+    const Layout& s1 = adjacent[1];
+    const Layout& l2 = context.placement_layout(2);
+    if (!AllLeavesZero(s1) && !AllLeavesZero(l2)) {
+      return ValueErrorCat(name,
+                           " needs one tensor scale at level 2 reached from "
+                           "every block scale: S_1 or L_2 must have stride 0 "
+                           "on every leaf of extent > 1, but S_1 = ",
+                           s1.ToString(), " and L_2 = ", l2.ToString());
+    }
+  }
+  if (scaling.blocks.size() == 1) {
+    for (size_t m = 0; m < a.modes.size(); ++m) {
+      if (a.modes[m].matched == 0) *blocked_mode = static_cast<int>(m);
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status BlockScaleRule::Validate(
     const RepresentationValidationContext& context) const {
-  // The success path builds no StatusOr; BlockedMode gives the message.
-  if (context.num_levels() > 0) {
-    const Layout& l0 = context.placement_layout(0);
-    // An empty Tensor has no value, hence no block to give a scale to.
-    if (l0.size() == 0) return absl::OkStatus();
-    const auto adjacent = context.adjacent_layouts();
-    int blocked;
-    if (!adjacent.empty() &&
-        CountBlockedModes(adjacent[0], l0, block_size_, &blocked) == 1) {
-      return absl::OkStatus();
+  int blocked;
+  return Judge(scaling_, tensor_scale_, context, &blocked);
+}
+
+absl::StatusOr<int> BlockScaleRule::BlockedMode(
+    const RepresentationValidationContext& context) const {
+  int blocked;
+  STRATA_RETURN_IF_ERROR(Judge(scaling_, tensor_scale_, context, &blocked));
+  if (blocked < 0) {
+    return ValueErrorCat(context.logical_dtype().name(),
+                         ": no mode of this Tensor holds the blocks (they lie "
+                         "along a mode of extent 1, or the Tensor is empty)");
+  }
+  return blocked;
+}
+
+absl::StatusOr<const CompoundDType*> MakeBlockScaledDType(
+    std::string name, const SimpleDType* element,
+    std::vector<const SimpleDType*> scales, BlockScaling scaling) {
+  if (scales.empty() || scales.size() > 2) {
+    return ValueErrorCat("block-scaled dtype ", name,
+                         " needs one scale dtype, or two (block scale, tensor "
+                         "scale); got ",
+                         scales.size());
+  }
+  if (scales.size() == 2 && scales[1] != dtypes::Float32()) {
+    return ValueErrorCat("block-scaled dtype ", name,
+                         ": the tensor scale must be float32, not ",
+                         scales[1] == nullptr ? "null" : scales[1]->name());
+  }
+  if (scaling.blocks.empty() && scaling.other_modes == 1) {
+    return ValueErrorCat("block-scaled dtype ", name,
+                         ": no block extent and 1 on every mode is one scale "
+                         "per value, not a block format");
+  }
+  for (int64_t b : scaling.blocks) {
+    if (b < 0) {
+      return ValueErrorCat("block-scaled dtype ", name, ": block extent ", b,
+                           " is negative");
     }
   }
-  return BlockedMode(context).status();
+  if (scaling.other_modes != 1 && scaling.other_modes != kWholeMode) {
+    return ValueErrorCat("block-scaled dtype ", name, ": other modes are 1 or ",
+                         "whole, not ", scaling.other_modes);
+  }
+  if (scaling.chosen_mode && scaling.blocks.size() != 1) {
+    return ValueErrorCat("block-scaled dtype ", name,
+                         ": a chosen blocked mode needs exactly one block "
+                         "extent, not ",
+                         scaling.blocks.size());
+  }
+  const bool tensor_scale = scales.size() == 2;
+  std::vector<const SimpleDType*> schema{element};
+  schema.insert(schema.end(), scales.begin(), scales.end());
+  return CompoundDType::Create(
+      std::move(name), std::move(schema),
+      {std::make_shared<BlockScaleRule>(std::move(scaling), tensor_scale)});
+}
+
+const BlockScaleRule* FindBlockScaleRule(const CompoundDType& dtype) {
+  for (const auto& rule : dtype.rules()) {
+    if (const auto* r = dynamic_cast<const BlockScaleRule*>(rule.get())) {
+      return r;
+    }
+  }
+  return nullptr;
+}
+
+IntTuple ScaleGridMode(int64_t extent, int64_t block) {
+  if (block <= 1 || extent == 0) return extent;
+  if (block >= extent) return 1;
+  if (extent % block == 0) return extent / block;
+  const int64_t g = std::gcd(extent, block);
+  return IntTuple::Tuple({block / g, CeilDiv(extent, block)});
 }
 
 absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
-    absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
-    absl::Span<const int64_t> scale_domain) {
+    absl::Span<const int64_t> extents, absl::Span<const int64_t> block_of_mode,
+    absl::Span<const int64_t> domain) {
   const int64_t rank = static_cast<int64_t>(extents.size());
   const auto times = [](int64_t a, int64_t b) {
     int64_t p;
@@ -189,17 +547,27 @@ absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
   std::vector<IntTuple> shape, l0_stride, s0_stride;
   running = 1;
   for (int64_t j = 0; j < rank; ++j) {
-    if (j == blocked_dim) {
-      shape.push_back(IntTuple::Tuple({block, extents[j] / block}));
+    const int64_t n = extents[j];
+    const int64_t b = block_of_mode[j];
+    if (b == kWholeMode || (b > n && n > 0)) {
+      // One scale along the whole mode.
+      shape.push_back(n);
+      l0_stride.push_back(row_major[j]);
+      s0_stride.push_back(0);
+    } else if (b > 1) {
+      // (b, n/b) (n == b included), or a ragged mode's (g, n/g) (NOTE
+      // [ Ragged blocks ]).
+      const int64_t g = n % b == 0 ? b : std::gcd(n, b);
+      shape.push_back(IntTuple::Tuple({g, n / g}));
       l0_stride.push_back(
-          IntTuple::Tuple({row_major[j], times(row_major[j], block)}));
+          IntTuple::Tuple({row_major[j], times(row_major[j], g)}));
       s0_stride.push_back(IntTuple::Tuple({0, running}));
     } else {
-      shape.push_back(extents[j]);
+      shape.push_back(n);
       l0_stride.push_back(row_major[j]);
       s0_stride.push_back(running);
     }
-    running = times(running, scale_domain[j]);
+    running = times(running, domain[j]);
   }
   BlockScaledValueLayouts out;
   const IntTuple value_shape = IntTuple::Tuple(shape);
@@ -208,6 +576,14 @@ absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
   STRATA_ASSIGN_OR_RETURN(
       out.adjacent, Layout::Create(value_shape, IntTuple::Tuple(s0_stride)));
   return out;
+}
+
+absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
+    absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
+    absl::Span<const int64_t> scale_domain) {
+  std::vector<int64_t> blocks(extents.size(), 1);
+  blocks[blocked_dim] = block;
+  return MakeBlockScaledValueLayouts(extents, blocks, scale_domain);
 }
 
 }  // namespace strata

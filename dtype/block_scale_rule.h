@@ -1,23 +1,61 @@
 // NOTE [ The block-scaling rule ]
-// A block-scaled dtype (mxfp8_e4m3, mxfp4: block 32; nvfp4: block 16) stores
-// values at level 0 and one scale per block at level 1. Its rule checks, from
-// the frozen context alone, that S_0 gives one scale index to each aligned run
-// of B consecutive coordinates along exactly one top-level mode (the blocked
-// mode): coalesced, that mode of S_0 is (B, ...):(0, ...) with every later
-// stride non-zero, while L_0 really varies along it (a broadcast mode, stride 0
-// in L_0 too, is never the blocked mode). Any other structure of S_0 (broadcast
-// modes, any order of the other modes) is allowed. Because views move S_0 with
-// L_0, a permuted or broadcast block-scaled Tensor still validates; a slice
-// that cuts a block fails here. An empty Tensor (L_0 of size 0) has no block
-// and validates whatever S_0 is.
+// A block-scaled dtype stores element codes at level 0 and scales at level 1
+// (and, for the formats with a tensor scale, one value at level 2); value =
+// element x scale (x tensor scale). A block is a box of the value shape:
+// along each top-level mode m the format gives a block extent b_m, or `whole`
+// (the scale does not vary along m). The scale of value coordinate x is the
+// one of block (floor(x_m / b_m) for each blocked mode m). A format lists the
+// extents of its blocked modes (`blocks`: {32} for mxfp8_e4m3, {128, 128} for
+// fp8_e4m3_block128x128, {whole} for the rowwise format) and what every other
+// mode is (`other_modes`: 1, or whole for the tensorwise format).
 //
-// NVFP4's per-tensor second-level scale is out of scope: Strata represents the
-// two levels (e2m1 values, e4m3 block scales) only.
+// The rule judges the frozen context alone, in O(rank), and takes no position
+// for granted: views permute, squeeze and broadcast modes, so it asks of each
+// top-level mode of the value shape what the scale does along it, and then
+// whether the modes can be matched to the format's blocks:
+//   - A mode L_0 broadcasts (every leaf of extent > 1 has stride 0) is
+//     repeated data; the scale may do anything along it.
+//   - Otherwise the scale index reached along the mode is L_1 o S_0 on it.
+//     Coalesced, S_0's mode is (b0, e, ...):(0, d, ...): b0 values share a
+//     scale coordinate, then every step moves it. Where the first moving
+//     piece lands on a stride-0 leaf of L_1 (weight d in L_1's colexicographic
+//     domain), that leaf merges its E coordinates into one scale too, so the
+//     block is b0 * E; this is how a ragged mode is a layout (NOTE [ Ragged
+//     blocks ]). The mode's block b is that product, or the extent N where
+//     the scale never moves (a constant mode).
+//   - A mode with 1 < b < N must be a blocked mode of extent b, and N a
+//     multiple of b unless the format is ragged; a mode with b = 1 (and
+//     N > 1) one of the other modes with other_modes = 1; a constant mode
+//     (b = N > 1) a whole mode, or a blocked mode of extent >= N (one block;
+//     a partial one only where the format is ragged). Modes of extent 1 are
+//     anything. A blocked extent no mode takes is an extent-1 mode that a view
+//     squeezed: allowed where a partial block is (whole, ragged).
+//   - Distinct blocks reach distinct scales: after each mode's shared prefix,
+//     S_0's pieces address disjoint ranges of L_1's domain (sorted by stride,
+//     each starts past the last), none lands on a leaf that merged another
+//     mode's coordinates, and L_1 maps its remaining leaves injectively. A
+//     stride-0 leaf of L_1 of extent > 1 that no mode's block absorbs would
+//     give two blocks one scale, and is refused.
+//   - A tensor scale (level 2) is one value reached from every block scale:
+//     S_1 has stride 0 on every leaf of extent > 1, or L_2 does.
+// An empty Tensor (L_0 of size 0) has no block and validates whatever S_0 is.
+// Refusals name the dtype, the format's blocks, and what each mode of S_0
+// does instead.
+//
+// NOTE [ Ragged blocks ]
+// Along a mode of extent N that the block b does not divide (DeepSeek-V3's
+// 576 rows with 128-row blocks: 4.5 blocks), let g = gcd(N, b): the values
+// are (g, N/g) and S_0's mode (g, N/g):(0, w) gives every g values one
+// level-1 coordinate, into a level-1 mode (b/g, ceil(N/b)):(0, W) whose
+// stride-0 leaf merges b/g of them: value x reaches scale floor(x / b), and
+// the last block is partial. L_1's domain covers b/g * ceil(N/b) >= N/g
+// coordinates; the ones past N/g are reached by no value.
 #ifndef STRATA_DTYPE_BLOCK_SCALE_RULE_H_
 #define STRATA_DTYPE_BLOCK_SCALE_RULE_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -27,39 +65,115 @@
 
 namespace strata {
 
+class CompoundDType;
+class SimpleDType;
+
+// A block extent that spans its whole mode.
+inline constexpr int64_t kWholeMode = 0;
+
+// How a block-scaled format groups values under one scale.
+struct BlockScaling {
+  // The block extents of the blocked modes (each > 0, or kWholeMode). When a
+  // Tensor is quantized, they are its last modes, in order; views may move
+  // them anywhere.
+  std::vector<int64_t> blocks;
+  // What every other mode is: 1 (each coordinate its own scale) or
+  // kWholeMode.
+  int64_t other_modes = 1;
+  // Whether a block extent may leave a partial last block (NOTE [ Ragged
+  // blocks ]).
+  bool ragged = false;
+  // For a format of one blocked mode: whether the quantizer's caller chooses
+  // that mode (BLOCKED_MODE), rather than the last mode.
+  bool chosen_mode = false;
+
+  // "32 along one mode", "128 on each of the last two modes, 1 on the
+  // others", ...: the format's blocks in words, for messages.
+  std::string Describe() const;
+};
+
+// The rule of a block-scaled format (NOTE [ The block-scaling rule ]).
 class BlockScaleRule final : public RepresentationRule {
  public:
-  explicit BlockScaleRule(int64_t block_size) : block_size_(block_size) {}
+  // One blocked mode of `block_size` values, every other mode 1 (the OCP MX
+  // formats, nvfp4, q8_0, q4_0).
+  explicit BlockScaleRule(int64_t block_size);
+  BlockScaleRule(BlockScaling scaling, bool tensor_scale);
   absl::string_view name() const override { return "block_scale"; }
-  int64_t block_size() const { return block_size_; }
 
-  // Errors (ValueError): the Tensor is not empty and no top-level mode, or
-  // more than one, is blocked as above; the message names the dtype, the block
-  // size and what S_0 does instead.
+  const BlockScaling& scaling() const { return scaling_; }
+  // Whether the format has a third level holding one tensor scale.
+  bool tensor_scale() const { return tensor_scale_; }
+  // The extent of the one blocked mode, or 0 for a format of any other
+  // shape.
+  int64_t block_size() const {
+    return scaling_.blocks.size() == 1 ? scaling_.blocks[0] : 0;
+  }
+
+  // Errors (ValueError): the Tensor is not empty and its scales are not the
+  // format's blocks as NOTE [ The block-scaling rule ] says; the message
+  // names the dtype, the blocks and what S_0 does instead. A context without
+  // the levels the format needs is a ValueError too.
   absl::Status Validate(
       const RepresentationValidationContext& context) const override;
 
-  // The blocked top-level mode of S_0 (index), or the rule's error.
+  // For a format of one blocked mode: the top-level mode of the value shape
+  // that holds the blocks, or the rule's error. A Tensor whose blocks lie
+  // along a squeezed mode has none: ValueError.
   absl::StatusOr<int> BlockedMode(
       const RepresentationValidationContext& context) const;
 
  private:
-  int64_t block_size_;
+  BlockScaling scaling_;
+  bool tensor_scale_;
 };
 
-// The value-side layouts that QuantizeBlockScaled and the safetensors reader
-// give a block-scaled Tensor of `extents` with blocks of `block` along
-// `blocked_dim`: L_0 row-major over `extents` with the blocked mode written
-// (block, n/block), and S_0 one scale per block into a level-1 domain of
-// `scale_domain` extents (colexicographic weights, the blocked mode's entry
-// counting blocks). A product of extents that overflows has a zero extent
-// beyond it, so the Tensor is empty and that stride is never used: 0.
-// Preconditions: equal ranks, blocked_dim in range, extents[blocked_dim] a
-// multiple of block. Errors: those of Layout::Create.
+// The one public factory of block-scaled dtypes: a new, unregistered
+// CompoundDType named `name` whose storage schema is (element, scales...)
+// and whose rule is BlockScaleRule(scaling, scales.size() == 2). The
+// built-ins (dtype/registry.h) are made by it.
+// Errors (ValueError): what CompoundDType::Create refuses; one or more than
+// two scale dtypes; a tensor scale that is not float32; no block extent and
+// other_modes 1 (one scale per value is no block format); a negative block
+// extent; other_modes neither 1 nor kWholeMode; chosen_mode with other than
+// one blocked mode.
+absl::StatusOr<const CompoundDType*> MakeBlockScaledDType(
+    std::string name, const SimpleDType* element,
+    std::vector<const SimpleDType*> scales, BlockScaling scaling);
+
+// The block-scaling rule of `dtype`, or nullptr when it has none.
+const BlockScaleRule* FindBlockScaleRule(const CompoundDType& dtype);
+
+// The value-side layouts that QuantizeBlockScaled and the checkpoint readers
+// give a block-scaled Tensor of `extents`, with `block_of_mode[m]` values per
+// scale along mode m (1 for a mode where each coordinate has its own scale;
+// the extent, or more, for one scale along the whole mode).
+//   L_0: row-major over `extents`; a mode of block 1 < b < N is written (b,
+//     N/b), or for a ragged one (g, N/g) with g = gcd(N, b).
+//   S_0: one scale coordinate per block into a level-1 domain whose mode m
+//     has `domain[m]` coordinates (colexicographic weights): stride 0 across
+//     a block, and across a ragged mode's g values.
+//   level1_modes: mode m of L_1's shape for a row-major scale grid, before
+//     strides: the number of blocks ceil(N/b), or (b/g, ceil(N/b)) for a
+//     ragged mode (NOTE [ Ragged blocks ]); and the entries of `domain` that
+//     this shape has.
+// A product of extents that overflows has a zero extent beyond it, so the
+// Tensor is empty and that stride is never used: 0. Preconditions: equal
+// ranks, every block >= 1. Errors: those of Layout::Create.
 struct BlockScaledValueLayouts {
   Layout values;    // L_0
   Layout adjacent;  // S_0
 };
+absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
+    absl::Span<const int64_t> extents, absl::Span<const int64_t> block_of_mode,
+    absl::Span<const int64_t> domain);
+
+// The level-1 shape of mode m for `extent` values in blocks of `block` (see
+// above): ceil(N/b) blocks, as (b/g, ceil(N/b)) where b does not divide N.
+IntTuple ScaleGridMode(int64_t extent, int64_t block);
+
+// The one-blocked-mode form of MakeBlockScaledValueLayouts: blocks of `block`
+// along `blocked_dim`, 1 on the other modes.
 absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
     absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
     absl::Span<const int64_t> scale_domain);

@@ -53,28 +53,53 @@ STRATA_SIMPLE_DTYPE(Float8E8M0FNU,
                     {"float8_e8m0fnu", 8, NC::kFloating, false, 8, 0})
 STRATA_SIMPLE_DTYPE(Float4E2M1FN,
                     {"float4_e2m1fn", 4, NC::kFloating, true, 2, 1})
+STRATA_SIMPLE_DTYPE(UInt4, {"uint4", 4, NC::kInteger, false})
 #undef STRATA_SIMPLE_DTYPE
 
-// The OCP MX and NVFP4 formats, each with its block-scaling rule
-// (NOTE [ The block-scaling rule ] in block_scale_rule.h).
-const CompoundDType* MXFP8E4M3() {
-  static const CompoundDType* dtype =
-      *CompoundDType::Create("mxfp8_e4m3", {Float8E4M3FN(), Float8E8M0FNU()},
-                             {std::make_shared<BlockScaleRule>(32)});
-  return dtype;
-}
-const CompoundDType* MXFP4() {
-  static const CompoundDType* dtype =
-      *CompoundDType::Create("mxfp4", {Float4E2M1FN(), Float8E8M0FNU()},
-                             {std::make_shared<BlockScaleRule>(32)});
-  return dtype;
-}
-const CompoundDType* NVFP4() {
-  static const CompoundDType* dtype =
-      *CompoundDType::Create("nvfp4", {Float4E2M1FN(), Float8E4M3FN()},
-                             {std::make_shared<BlockScaleRule>(16)});
-  return dtype;
-}
+// The block-scaled family (NOTE [ The block-scaling rule ] in
+// block_scale_rule.h; ../shared/design/formats.md section 1), each made by
+// the one public factory.
+#define STRATA_BLOCK_SCALED_DTYPE(fn, name, element, scales, ...) \
+  const CompoundDType* fn() {                                     \
+    static const CompoundDType* dtype = *MakeBlockScaledDType(    \
+        name, element, scales, BlockScaling __VA_ARGS__);         \
+    return dtype;                                                 \
+  }
+using Scales = std::vector<const SimpleDType*>;
+constexpr bool kRagged = true;
+constexpr bool kChosen = true;
+STRATA_BLOCK_SCALED_DTYPE(MXFP8E4M3, "mxfp8_e4m3", Float8E4M3FN(),
+                          (Scales{Float8E8M0FNU()}),
+                          {{32}, 1, !kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(MXFP4, "mxfp4", Float4E2M1FN(),
+                          (Scales{Float8E8M0FNU()}),
+                          {{32}, 1, !kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(NVFP4, "nvfp4", Float4E2M1FN(),
+                          (Scales{Float8E4M3FN()}),
+                          {{16}, 1, !kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(NVFP4TS, "nvfp4_ts", Float4E2M1FN(),
+                          (Scales{Float8E4M3FN(), Float32()}),
+                          {{16}, 1, !kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(NVFP4TSRecip, "nvfp4_ts_recip", Float4E2M1FN(),
+                          (Scales{Float8E4M3FN(), Float32()}),
+                          {{16}, 1, !kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(FP8E4M3Tensorwise, "fp8_e4m3_tensorwise",
+                          Float8E4M3FN(), (Scales{Float32()}),
+                          {{}, kWholeMode, !kRagged, !kChosen})
+STRATA_BLOCK_SCALED_DTYPE(FP8E4M3Rowwise, "fp8_e4m3_rowwise", Float8E4M3FN(),
+                          (Scales{Float32()}),
+                          {{kWholeMode}, 1, !kRagged, !kChosen})
+STRATA_BLOCK_SCALED_DTYPE(FP8E4M3Block1x128, "fp8_e4m3_block1x128",
+                          Float8E4M3FN(), (Scales{Float32()}),
+                          {{128}, 1, kRagged, kChosen})
+STRATA_BLOCK_SCALED_DTYPE(FP8E4M3Block128x128, "fp8_e4m3_block128x128",
+                          Float8E4M3FN(), (Scales{Float32()}),
+                          {{128, 128}, 1, kRagged, !kChosen})
+STRATA_BLOCK_SCALED_DTYPE(Q8_0, "q8_0", Int8(), (Scales{Float16()}),
+                          {{32}, 1, !kRagged, !kChosen})
+STRATA_BLOCK_SCALED_DTYPE(Q4_0, "q4_0", UInt4(), (Scales{Float16()}),
+                          {{32}, 1, !kRagged, !kChosen})
+#undef STRATA_BLOCK_SCALED_DTYPE
 
 const DTypeCategory* Any() {
   static const DTypeCategory* dtype =
@@ -104,17 +129,36 @@ const DTypeCategory* Integer() {
 }  // namespace dtypes
 
 DTypeRegistry::DTypeRegistry() : state_(new State) {
-  for (const DType* d : std::initializer_list<const DType*>{
-           dtypes::Bool(),          dtypes::Int8(),
-           dtypes::Int16(),         dtypes::Int32(),
-           dtypes::Int64(),         dtypes::UInt8(),
-           dtypes::Float16(),       dtypes::BFloat16(),
-           dtypes::Float32(),       dtypes::Float64(),
-           dtypes::Float8E4M3FN(),  dtypes::Float8E5M2(),
-           dtypes::Float8E8M0FNU(), dtypes::Float4E2M1FN(),
-           dtypes::MXFP8E4M3(),     dtypes::MXFP4(),
-           dtypes::NVFP4(),         dtypes::Any(),
-           dtypes::Floating(),      dtypes::Integer()}) {
+  for (const DType* d :
+       std::initializer_list<const DType*>{dtypes::Bool(),
+                                           dtypes::Int8(),
+                                           dtypes::Int16(),
+                                           dtypes::Int32(),
+                                           dtypes::Int64(),
+                                           dtypes::UInt8(),
+                                           dtypes::Float16(),
+                                           dtypes::BFloat16(),
+                                           dtypes::Float32(),
+                                           dtypes::Float64(),
+                                           dtypes::Float8E4M3FN(),
+                                           dtypes::Float8E5M2(),
+                                           dtypes::Float8E8M0FNU(),
+                                           dtypes::Float4E2M1FN(),
+                                           dtypes::UInt4(),
+                                           dtypes::MXFP8E4M3(),
+                                           dtypes::MXFP4(),
+                                           dtypes::NVFP4(),
+                                           dtypes::NVFP4TS(),
+                                           dtypes::NVFP4TSRecip(),
+                                           dtypes::FP8E4M3Tensorwise(),
+                                           dtypes::FP8E4M3Rowwise(),
+                                           dtypes::FP8E4M3Block1x128(),
+                                           dtypes::FP8E4M3Block128x128(),
+                                           dtypes::Q8_0(),
+                                           dtypes::Q4_0(),
+                                           dtypes::Any(),
+                                           dtypes::Floating(),
+                                           dtypes::Integer()}) {
     state_->by_name.emplace(d->name(), d);
     state_->order.push_back(d->name());
   }

@@ -53,11 +53,22 @@ const SimpleDType* Float8E4M3FN();
 const SimpleDType* Float8E5M2();
 const SimpleDType* Float8E8M0FNU();
 const SimpleDType* Float4E2M1FN();
+// Unsigned 4-bit integers, two per byte, low nibble first (q4_0's codes).
+const SimpleDType* UInt4();
 
-// OCP MX and NVFP4 block-scaled formats: (values, scales).
-const CompoundDType* MXFP8E4M3();
-const CompoundDType* MXFP4();
-const CompoundDType* NVFP4();
+// The block-scaled family (../shared/design/formats.md section 1): (element
+// codes, block scales[, tensor scale]), each with its BlockScaleRule.
+const CompoundDType* MXFP8E4M3();     // e4m3 x e8m0, 32 along one mode
+const CompoundDType* MXFP4();         // e2m1 x e8m0, 32 along one mode
+const CompoundDType* NVFP4();         // e2m1 x e4m3, 16 along one mode
+const CompoundDType* NVFP4TS();       // nvfp4 x float32 tensor scale g
+const CompoundDType* NVFP4TSRecip();  // nvfp4 / float32 g' (stored inverse)
+const CompoundDType* FP8E4M3Tensorwise();    // e4m3 x one float32
+const CompoundDType* FP8E4M3Rowwise();       // e4m3 x float32 per row
+const CompoundDType* FP8E4M3Block1x128();    // 128 along one mode, ragged
+const CompoundDType* FP8E4M3Block128x128();  // 128x128 on the last two, ragged
+const CompoundDType* Q8_0();  // int8 x float16, 32 along the last mode
+const CompoundDType* Q4_0();  // (uint4 - 8) x float16, 32 along the last mode
 
 // Any (every dtype), Floating (floating simple dtypes and compounds of floating
 // values), Integer (integer simple dtypes, bool excluded).

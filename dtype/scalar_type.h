@@ -35,15 +35,16 @@ enum class ScalarType : uint8_t {
   kFloat8E5M2,
   kFloat8E8M0FNU,
   kFloat4E2M1FN,
+  kUInt4,
 };
 
-inline constexpr int kNumScalarTypes = 14;
+inline constexpr int kNumScalarTypes = 15;
 
 // What a ScalarType's values are stored as. `Storage` is the C++ type of one
 // stored value (bool is one byte, 0 or 1; the 16-bit floats are their bit
-// patterns; float4_e2m1fn packs two values per byte, so it has no per-value
-// type and `Storage` is void). `kArithmetic` marks the dtypes that arithmetic
-// computes in: Strata's narrow floats are storage formats only.
+// patterns; float4_e2m1fn and uint4 pack two values per byte, so they have no
+// per-value type and `Storage` is void). `kArithmetic` marks the dtypes that
+// arithmetic computes in: Strata's narrow floats are storage formats only.
 template <ScalarType kType>
 struct ScalarTraits;
 
@@ -68,6 +69,7 @@ STRATA_SCALAR_TRAITS(kFloat8E4M3FN, uint8_t, 8, false)
 STRATA_SCALAR_TRAITS(kFloat8E5M2, uint8_t, 8, false)
 STRATA_SCALAR_TRAITS(kFloat8E8M0FNU, uint8_t, 8, false)
 STRATA_SCALAR_TRAITS(kFloat4E2M1FN, void, 4, false)
+STRATA_SCALAR_TRAITS(kUInt4, void, 4, false)
 #undef STRATA_SCALAR_TRAITS
 
 template <ScalarType kType>
@@ -107,6 +109,8 @@ decltype(auto) ScalarTypeSwitch(ScalarType type, F&& f) {
       return f(ScalarConstant<ScalarType::kFloat8E8M0FNU>{});
     case ScalarType::kFloat4E2M1FN:
       return f(ScalarConstant<ScalarType::kFloat4E2M1FN>{});
+    case ScalarType::kUInt4:
+      return f(ScalarConstant<ScalarType::kUInt4>{});
   }
   // Unreachable for a valid enumerator; a value cast from a bad integer takes
   // the first branch rather than falling off the end.

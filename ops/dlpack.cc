@@ -85,6 +85,7 @@ absl::StatusOr<DLDataType> DataTypeOf(const SimpleDType& d) {
       t.code = kDLFloat;
       return t;
     case ScalarType::kFloat4E2M1FN:
+    case ScalarType::kUInt4:
       return ValueErrorCat("ToDLPack: ", d.name(), " is sub-byte storage (",
                            d.bits(),
                            " bits per value); DLPack addresses whole bytes");

@@ -48,13 +48,22 @@ const MiniFloat& NarrowFormat(ScalarType type) {
 }
 
 // A value as stored: the kinds of ScalarType, each with one load and store.
-enum class StoredAs { kBool, kInteger, kNative, kHalf, kBFloat16, kNarrow };
+enum class StoredAs {
+  kBool,
+  kInteger,
+  kNative,
+  kHalf,
+  kBFloat16,
+  kNarrow,
+  kNibble  // uint4: an unsigned integer packed two per byte.
+};
 
 template <ScalarType kType>
 constexpr StoredAs StoredAsOf() {
   if constexpr (kType == ScalarType::kBool) return StoredAs::kBool;
   if constexpr (kType == ScalarType::kFloat16) return StoredAs::kHalf;
   if constexpr (kType == ScalarType::kBFloat16) return StoredAs::kBFloat16;
+  if constexpr (kType == ScalarType::kUInt4) return StoredAs::kNibble;
   if constexpr (!ScalarTraits<kType>::kArithmetic) return StoredAs::kNarrow;
   if constexpr (std::is_integral_v<typename ScalarTraits<kType>::Storage>) {
     return StoredAs::kInteger;
@@ -84,6 +93,9 @@ double LoadDouble(const SimpleDType& d, const void* base, int64_t i) {
     } else if constexpr (kAs == StoredAs::kNarrow) {
       return NarrowFormat(kType).Decode(static_cast<uint32_t>(ReadPacked(
           static_cast<const uint8_t*>(base), ScalarTraits<kType>::kBits, i)));
+    } else if constexpr (kAs == StoredAs::kNibble) {
+      return static_cast<double>(
+          ReadPacked(static_cast<const uint8_t*>(base), 4, i));
     } else {
       return static_cast<double>(Read<Storage>(base, i));
     }
@@ -100,6 +112,8 @@ int64_t LoadInt(const SimpleDType& d, const void* base, int64_t i) {
       return Read<uint8_t>(base, i) != 0;
     } else if constexpr (kAs == StoredAs::kInteger) {
       return Read<Storage>(base, i);
+    } else if constexpr (kAs == StoredAs::kNibble) {
+      return ReadPacked(static_cast<const uint8_t*>(base), 4, i);
     } else {
       return SaturatingToInt64(LoadDouble(d, base, i));
     }
@@ -116,6 +130,9 @@ void StoreDouble(const SimpleDType& d, void* base, int64_t i, double v) {
       Write<uint8_t>(base, i, v != 0);
     } else if constexpr (kAs == StoredAs::kInteger) {
       Write<Storage>(base, i, Wrap<Storage>(SaturatingToInt64(v)));
+    } else if constexpr (kAs == StoredAs::kNibble) {
+      WritePacked(static_cast<uint8_t*>(base), 4, i,
+                  static_cast<uint64_t>(SaturatingToInt64(v)) & 0xF);
     } else if constexpr (kAs == StoredAs::kHalf) {
       Write<uint16_t>(base, i, FloatToHalf(static_cast<float>(v)));
     } else if constexpr (kAs == StoredAs::kBFloat16) {
@@ -139,6 +156,9 @@ void StoreInt(const SimpleDType& d, void* base, int64_t i, int64_t v) {
       Write<uint8_t>(base, i, v != 0);
     } else if constexpr (kAs == StoredAs::kInteger) {
       Write<Storage>(base, i, Wrap<Storage>(v));
+    } else if constexpr (kAs == StoredAs::kNibble) {
+      WritePacked(static_cast<uint8_t*>(base), 4, i,
+                  static_cast<uint64_t>(v) & 0xF);
     } else {
       StoreDouble(d, base, i, static_cast<double>(v));
     }
@@ -155,6 +175,8 @@ int64_t WrapToIntegral(const SimpleDType& d, int64_t v) {
       return v != 0;
     } else if constexpr (kAs == StoredAs::kInteger) {
       return Wrap<Storage>(v);
+    } else if constexpr (kAs == StoredAs::kNibble) {
+      return static_cast<int64_t>(static_cast<uint64_t>(v) & 0xF);
     } else {
       return v;
     }
