@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 #include "layout/checked_math.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
+#include "ops/internal/quantize_family.h"
 #include "ops/internal/quantize_kernel.h"
 #include "ops/internal/require.h"
 
@@ -59,6 +61,309 @@ absl::Status Overflow(absl::string_view what, int64_t a, int64_t b) {
                        " overflows int64 (", a, " * ", b, ")");
 }
 
+// Where the scales of a 1-D block format go: L_1, the level-1 domain S_0
+// addresses (per mode), the carrier size and, swizzled, the sizes of the
+// 128x4 tiles (ScaleLayout::kSwizzled128x4 in the header).
+struct ScaleGrid {
+  Layout l1;
+  std::vector<int64_t> domain;
+  int64_t scale_size = 0;
+  int64_t rows = 0;           // R: the other of the last two modes
+  int64_t padded_blocks = 0;  // Bp
+  int64_t tile = 0;           // Rp * Bp
+};
+
+// Row-major scales over the shape with n/B in the blocked dim.
+absl::StatusOr<ScaleGrid> PlanRowMajor(absl::Span<const int64_t> extents,
+                                       int64_t blocked_dim, int64_t blocks) {
+  ScaleGrid grid;
+  std::vector<IntTuple> scale_shape;
+  grid.scale_size = 1;
+  for (size_t j = 0; j < extents.size(); ++j) {
+    const int64_t n =
+        static_cast<int64_t>(j) == blocked_dim ? blocks : extents[j];
+    grid.domain.push_back(n);
+    scale_shape.push_back(n);
+    // The value layouts exist, so a nonzero product fits; a zero extent
+    // makes the whole product zero.
+    if (!CheckedMul(grid.scale_size, n, &grid.scale_size)) grid.scale_size = 0;
+  }
+  for (int64_t n : grid.domain) {
+    if (n == 0) grid.scale_size = 0;
+  }
+  STRATA_ASSIGN_OR_RETURN(grid.l1,
+                          Layout::RowMajor(IntTuple::Tuple(scale_shape)));
+  return grid;
+}
+
+// The 128x4 tiles: rows pad to Rp = 128 * ceil(R / 128), blocks to
+// Bp = 4 * ceil(nb / 4); errors name the size that overflows.
+absl::StatusOr<ScaleGrid> PlanSwizzle(absl::Span<const int64_t> extents,
+                                      int64_t blocked_dim, int64_t blocks) {
+  const int64_t rank = static_cast<int64_t>(extents.size());
+  const int64_t row_dim = blocked_dim == rank - 1 ? rank - 2 : rank - 1;
+  ScaleGrid grid;
+  grid.rows = extents[row_dim];
+  int64_t padded_rows, batches = 1, row_tile;
+  const int64_t row_tiles = CeilDiv(grid.rows, 128);
+  const int64_t block_tiles = CeilDiv(blocks, 4);
+  if (!CheckedMul(row_tiles, 128, &padded_rows)) {
+    return Overflow("padded row count Rp", row_tiles, 128);
+  }
+  grid.padded_blocks = block_tiles * 4;  // blocks <= extent / 16.
+  if (!CheckedMul(padded_rows, grid.padded_blocks, &grid.tile)) {
+    return Overflow("tile size Rp * Bp", padded_rows, grid.padded_blocks);
+  }
+  for (int64_t j = 0; j < rank - 2; ++j) {
+    if (!CheckedMul(batches, extents[j], &batches)) {
+      return Overflow("batch count", batches, extents[j]);
+    }
+  }
+  if (!CheckedMul(batches, grid.tile, &grid.scale_size)) {
+    return Overflow("scale count batches * Rp * Bp", batches, grid.tile);
+  }
+  if (!CheckedMul(grid.padded_blocks, 128, &row_tile)) {
+    return Overflow("row-tile stride 128 * Bp", grid.padded_blocks, 128);
+  }
+  // A product of extents that overflows has a zero extent beyond it (the
+  // layouts' sizes fit), so the Tensor is empty and the stride it would have
+  // been is never used: 0.
+  const auto times = [](int64_t a, int64_t b) {
+    int64_t p;
+    return CheckedMul(a, b, &p) ? p : 0;
+  };
+  for (int64_t j = 0; j < rank; ++j) {
+    grid.domain.push_back(j == blocked_dim
+                              ? grid.padded_blocks
+                              : (j == row_dim ? padded_rows : extents[j]));
+  }
+  std::vector<IntTuple> scale_shape, l1_stride;
+  int64_t batch_stride = grid.tile;
+  for (int64_t j = rank - 2; j-- > 0;) {
+    scale_shape.insert(scale_shape.begin(), extents[j]);
+    l1_stride.insert(l1_stride.begin(), batch_stride);
+    batch_stride = times(batch_stride, extents[j]);
+  }
+  const IntTuple row_shape = IntTuple::Tuple({32, 4, padded_rows / 128});
+  const IntTuple row_stride = IntTuple::Tuple({16, 4, row_tile});
+  const IntTuple block_shape = IntTuple::Tuple({4, grid.padded_blocks / 4});
+  const IntTuple block_stride = IntTuple::Tuple({1, 512});
+  if (blocked_dim == rank - 1) {
+    scale_shape.insert(scale_shape.end(), {row_shape, block_shape});
+    l1_stride.insert(l1_stride.end(), {row_stride, block_stride});
+  } else {
+    scale_shape.insert(scale_shape.end(), {block_shape, row_shape});
+    l1_stride.insert(l1_stride.end(), {block_stride, row_stride});
+  }
+  STRATA_ASSIGN_OR_RETURN(grid.l1, Layout::Create(IntTuple::Tuple(scale_shape),
+                                                  IntTuple::Tuple(l1_stride)));
+  return grid;
+}
+
+constexpr const char* kQuantizableFormats =
+    "mxfp8_e4m3, mxfp4, nvfp4, nvfp4_ts, nvfp4_ts_recip, fp8_e4m3_tensorwise, "
+    "fp8_e4m3_rowwise, fp8_e4m3_block1x128, fp8_e4m3_block128x128, q8_0, "
+    "q4_0";
+
+using ops_internal::FamilyRecipe;
+
+// The arithmetic of a format beyond the 1-D MX kernels (NOTE [ The family's
+// quantization arithmetic ]): every float8_e4m3fn x float32 format (the
+// built-in fp8_e4m3_* and user-made ones of any blocks), and the built-in
+// nvfp4_ts, nvfp4_ts_recip, q8_0 and q4_0 by identity (their layouts alone
+// do not say the arithmetic).
+std::optional<FamilyRecipe> FamilyRecipeOf(const CompoundDType& format) {
+  if (&format == dtypes::NVFP4TS()) return FamilyRecipe::kNVFP4TS;
+  if (&format == dtypes::NVFP4TSRecip()) return FamilyRecipe::kNVFP4TSRecip;
+  if (&format == dtypes::Q8_0()) return FamilyRecipe::kQ8_0;
+  if (&format == dtypes::Q4_0()) return FamilyRecipe::kQ4_0;
+  const auto types = format.simple_types();
+  if (types.size() == 2 && types[0] == dtypes::Float8E4M3FN() &&
+      types[1] == dtypes::Float32()) {
+    return FamilyRecipe::kFP8;
+  }
+  return std::nullopt;
+}
+
+// The source as row-major float32: its own values where it already is one,
+// else a widened copy in `copy`.
+const float* RowMajorFloats(const Tensor& src, absl::Span<const Layout> modes,
+                            std::vector<float>* copy) {
+  const int rank = static_cast<int>(modes.size());
+  const std::vector<int64_t> outer = RowMajorOffsets(modes, 0, rank - 1);
+  const std::vector<int64_t> inner = RowMajorOffsets(modes, rank - 1, rank);
+  const int64_t k = static_cast<int64_t>(inner.size());
+  const SimpleDType* in = src.dtype().AsSimple();
+  bool contiguous = in == dtypes::Float32();
+  for (int64_t i = 0; contiguous && i < k; ++i) contiguous = inner[i] == i;
+  for (size_t r = 0; contiguous && r < outer.size(); ++r) {
+    contiguous = outer[r] == static_cast<int64_t>(r) * k;
+  }
+  if (contiguous) {
+    return static_cast<const float*>(src.carrier()->data()) + src.offset();
+  }
+  const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
+  copy->resize(outer.size() * k);
+  float* out = copy->data();
+  for (int64_t base : outer) {
+    for (int64_t i = 0; i < k; ++i) {
+      *out++ = source.Load(src.offset() + base + inner[i]);
+    }
+  }
+  return copy->data();
+}
+
+// QuantizeBlockScaled for the formats of FamilyRecipeOf.
+absl::StatusOr<Tensor> QuantizeIntoFamily(
+    const Tensor& src, const CompoundDType& format, const BlockScaleRule& rule,
+    FamilyRecipe recipe, int64_t blocked_dim, ScaleLayout scale_layout) {
+  const BlockScaling& scaling = rule.scaling();
+  const auto modes = TopLevelModes(src.layout());
+  const int64_t rank = modes.size();
+  std::vector<int64_t> extents(rank);
+  for (int64_t j = 0; j < rank; ++j) extents[j] = modes[j].size();
+  // The block of each mode: the chosen one, or the format's last modes.
+  std::vector<int64_t> block_of_mode(rank, scaling.other_modes);
+  if (scaling.chosen_mode) {
+    if (blocked_dim < 0 || blocked_dim >= rank) {
+      return ValueErrorCat("QuantizeBlockScaled: blocked dim ", blocked_dim,
+                           " is out of range for rank ", rank);
+    }
+    block_of_mode[blocked_dim] = scaling.blocks[0];
+  } else {
+    const int64_t fixed = static_cast<int64_t>(scaling.blocks.size());
+    const bool one_fixed = fixed == 1 && rank >= 1;
+    if (blocked_dim != kBlocksOfTheFormat &&
+        !(one_fixed && blocked_dim == rank - 1)) {
+      return ValueErrorCat(
+          "QuantizeBlockScaled: ", format.name(), " fixes its blocks (",
+          scaling.Describe(),
+          "): pass kBlocksOfTheFormat (BLOCKED_MODE '-'), not blocked dim ",
+          blocked_dim);
+    }
+    for (int64_t k = 0; k < fixed && k < rank; ++k) {
+      block_of_mode[rank - 1 - k] = scaling.blocks[fixed - 1 - k];
+    }
+  }
+  for (int64_t j = 0; j < rank; ++j) {
+    const int64_t b = block_of_mode[j];
+    if (b > 1 && extents[j] % b != 0 && !scaling.ragged) {
+      return ValueErrorCat("QuantizeBlockScaled: dim ", j, " has extent ",
+                           extents[j], ", not divisible by the ", format.name(),
+                           " block size ", b);
+    }
+  }
+  const bool swizzled = scale_layout == ScaleLayout::kSwizzled128x4;
+  const bool nv =
+      recipe == FamilyRecipe::kNVFP4TS || recipe == FamilyRecipe::kNVFP4TSRecip;
+  if (swizzled && !nv) {
+    return ValueErrorCat("QuantizeBlockScaled: scale layout swizzled_128x4 ",
+                         "applies to the 1-D formats with float8 scales, not ",
+                         format.name());
+  }
+  if (swizzled && (rank < 2 || blocked_dim < rank - 2)) {
+    return ValueErrorCat(
+        "QuantizeBlockScaled: scale layout swizzled_128x4 needs a source of "
+        "rank >= 2 blocked along one of its last two dims; got blocked dim ",
+        blocked_dim, " of shape ", src.layout().shape().ToString());
+  }
+
+  // Layouts: L_0 and S_0 by the blocks; L_1 row-major over the block grid
+  // (a ragged mode's merging leaf of stride 0), or the 128x4 tiles.
+  const auto times = [](int64_t a, int64_t b) {
+    int64_t p;
+    return CheckedMul(a, b, &p) ? p : 0;
+  };
+  ScaleGrid grid;
+  if (swizzled) {
+    STRATA_ASSIGN_OR_RETURN(
+        grid, PlanSwizzle(extents, blocked_dim,
+                          extents[blocked_dim] / scaling.blocks[0]));
+  } else {
+    std::vector<IntTuple> shape(rank), stride(rank);
+    int64_t running = 1;
+    for (int64_t j = rank; j-- > 0;) {
+      const int64_t b = block_of_mode[j];
+      const IntTuple mode =
+          b == kWholeMode ? IntTuple(1) : ScaleGridMode(extents[j], b);
+      const int64_t count = mode.is_leaf() ? mode.value() : mode.leaves()[1];
+      shape[j] = mode;
+      stride[j] =
+          mode.is_leaf() ? IntTuple(running) : IntTuple::Tuple({0, running});
+      running = times(running, count);
+    }
+    grid.domain.resize(rank);
+    for (int64_t j = 0; j < rank; ++j) {
+      const IntTuple& mode = shape[j];
+      grid.domain[j] = mode.is_leaf()
+                           ? mode.value()
+                           : times(mode.leaves()[0], mode.leaves()[1]);
+    }
+    grid.scale_size = running;
+    STRATA_ASSIGN_OR_RETURN(grid.l1, Layout::Create(IntTuple::Tuple(shape),
+                                                    IntTuple::Tuple(stride)));
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      BlockScaledValueLayouts value_layouts,
+      MakeBlockScaledValueLayouts(extents, block_of_mode, grid.domain));
+
+  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  const int64_t total = src.layout().size();
+  const SimpleDType* element = format.simple_types()[0];
+  const SimpleDType* scale = format.simple_types()[1];
+  if (total == 0) grid.scale_size = 0;
+  STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
+  STRATA_ASSIGN_OR_RETURN(auto scales,
+                          HostCarrier::Create(*scale, grid.scale_size));
+  float tensor_scale = 1.0f;
+  if (total > 0) {
+    std::vector<float> copy;
+    const float* x = RowMajorFloats(src, modes, &copy);
+    auto* out_values = static_cast<uint8_t*>(values->mutable_data());
+    auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());
+    std::vector<uint8_t> row_major_scales(swizzled ? total / 16 : 0);
+    tensor_scale = ops_internal::QuantizeFamily(
+        recipe, x, extents, block_of_mode, out_values,
+        swizzled ? row_major_scales.data() : out_scales);
+    if (swizzled) {
+      // Row-major (batch, r, b) or (batch, b, r) scale codes into the tiles.
+      const int64_t nb = extents[blocked_dim] / 16;
+      const int64_t rows = grid.rows;
+      const bool last = blocked_dim == rank - 1;
+      for (int64_t i = 0; i < static_cast<int64_t>(row_major_scales.size());
+           ++i) {
+        const int64_t batch = i / (rows * nb), rest = i % (rows * nb);
+        const int64_t r = last ? rest / nb : rest % rows;
+        const int64_t b = last ? rest % nb : rest / rows;
+        out_scales[batch * grid.tile + SwizzledRowBase(r, grid.padded_blocks) +
+                   SwizzledBlockTerm(b)] = row_major_scales[i];
+      }
+    }
+  }
+  std::vector<SubtensorCandidate> subtensors = {
+      {element, values, 0, std::move(value_layouts.values)},
+      {scale, scales, 0, grid.l1}};
+  std::vector<absl::StatusOr<Layout>> adjacent = {
+      std::move(value_layouts.adjacent)};
+  if (format.simple_types().size() == 3) {
+    // Level 2: the one tensor scale, reached from every block scale.
+    STRATA_ASSIGN_OR_RETURN(auto global,
+                            HostCarrier::Create(*dtypes::Float32(), 1));
+    std::memcpy(global->mutable_data(), &tensor_scale, 4);
+    STRATA_ASSIGN_OR_RETURN(Layout l2, Layout::Create(1, 0));
+    STRATA_ASSIGN_OR_RETURN(
+        Layout s1, Layout::Create(grid.l1.shape(),
+                                  grid.l1.shape().TransformLeaves(
+                                      [](size_t, int64_t) { return 0; })));
+    subtensors.push_back({dtypes::Float32(), global, 0, std::move(l2)});
+    adjacent.push_back(std::move(s1));
+  }
+  STRATA_ASSIGN_OR_RETURN(auto rep,
+                          Representation::Create(&format, std::move(subtensors),
+                                                 std::move(adjacent)));
+  return MakeTensor(std::move(rep));
+}
+
 }  // namespace
 
 const char* ScaleLayoutName(ScaleLayout layout) {
@@ -83,9 +388,18 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                         src.dtype().name(),
                         " is not float32, float16 or bfloat16");
   }
-  const BlockScaleRule* rule = nullptr;
-  for (const auto& r : format.rules()) {
-    if (rule == nullptr) rule = dynamic_cast<const BlockScaleRule*>(r.get());
+  const BlockScaleRule* rule = FindBlockScaleRule(format);
+  if (scale_layout != ScaleLayout::kRowMajor &&
+      scale_layout != ScaleLayout::kSwizzled128x4) {
+    return ValueErrorCat("QuantizeBlockScaled: scale layout ",
+                         static_cast<int>(scale_layout),
+                         " is not row_major (0) or swizzled_128x4 (1)");
+  }
+  if (rule != nullptr) {
+    if (auto recipe = FamilyRecipeOf(format)) {
+      return QuantizeIntoFamily(src, format, *rule, *recipe, blocked_dim,
+                                scale_layout);
+    }
   }
   const SimpleDType* element = format.simple_types()[0];
   const SimpleDType* scale =
@@ -99,17 +413,12 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
       rule->block_size() != (nv ? 16 : 32)) {
     return ValueErrorCat(
         "QuantizeBlockScaled: ", format.name(),
-        " is not a block-scaled format (mxfp8_e4m3, mxfp4, nvfp4)");
+        " is not a block-scaled format Strata quantizes into (",
+        kQuantizableFormats, ")");
   }
   const QuantFormat kernel_format =
       nv ? QuantFormat::kNVFP4
          : (fp4 ? QuantFormat::kMXFP4 : QuantFormat::kMXFP8E4M3);
-  if (scale_layout != ScaleLayout::kRowMajor &&
-      scale_layout != ScaleLayout::kSwizzled128x4) {
-    return ValueErrorCat("QuantizeBlockScaled: scale layout ",
-                         static_cast<int>(scale_layout),
-                         " is not row_major (0) or swizzled_128x4 (1)");
-  }
   const bool swizzled = scale_layout == ScaleLayout::kSwizzled128x4;
   const int64_t block = rule->block_size();
   const auto modes = TopLevelModes(src.layout());
@@ -138,84 +447,19 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
         " of shape ", src.layout().shape().ToString());
   }
   const int64_t blocks = extent / block;
-  // The swizzled sizes: rows R (the other of the last two modes), padded
-  // rows Rp and blocks Bp, batches, carrier size.
-  const int64_t row_dim = blocked_dim == rank - 1 ? rank - 2 : rank - 1;
-  int64_t rows = 0, padded_rows = 0, padded_blocks = 0, tile = 0, batches = 1,
-          scale_size = 0, row_tile = 0;
-  if (swizzled) {
-    rows = modes[row_dim].size();
-    const int64_t row_tiles = CeilDiv(rows, 128);
-    const int64_t block_tiles = CeilDiv(blocks, 4);
-    if (!CheckedMul(row_tiles, 128, &padded_rows)) {
-      return Overflow("padded row count Rp", row_tiles, 128);
-    }
-    padded_blocks = block_tiles * 4;  // blocks <= extent / 16.
-    if (!CheckedMul(padded_rows, padded_blocks, &tile)) {
-      return Overflow("tile size Rp * Bp", padded_rows, padded_blocks);
-    }
-    for (int64_t j = 0; j < rank - 2; ++j) {
-      if (!CheckedMul(batches, modes[j].size(), &batches)) {
-        return Overflow("batch count", batches, modes[j].size());
-      }
-    }
-    if (!CheckedMul(batches, tile, &scale_size)) {
-      return Overflow("scale count batches * Rp * Bp", batches, tile);
-    }
-    if (!CheckedMul(padded_blocks, 128, &row_tile)) {
-      return Overflow("row-tile stride 128 * Bp", padded_blocks, 128);
-    }
-  }
-  // Layouts of the result (see the header). A product of extents that
-  // overflows has a zero extent beyond it (the layouts' sizes fit), so the
-  // Tensor is empty and the stride it would have been is never used: 0.
-  const auto times = [](int64_t a, int64_t b) {
-    int64_t p;
-    return CheckedMul(a, b, &p) ? p : 0;
-  };
-  std::vector<IntTuple> scale_shape, l1_stride;
-  // S_0 addresses level 1's domain: the shape's extents with n/B in the
-  // blocked dim (padded to Rp, Bp when swizzled).
-  std::vector<int64_t> extents(rank), domain(rank);
-  for (int64_t j = 0; j < rank; ++j) {
-    extents[j] = modes[j].size();
-    domain[j] = j == blocked_dim
-                    ? (swizzled ? padded_blocks : blocks)
-                    : (swizzled && j == row_dim ? padded_rows : extents[j]);
-  }
+  std::vector<int64_t> extents(rank);
+  for (int64_t j = 0; j < rank; ++j) extents[j] = modes[j].size();
+  ScaleGrid grid;
+  STRATA_ASSIGN_OR_RETURN(
+      grid, swizzled ? PlanSwizzle(extents, blocked_dim, blocks)
+                     : PlanRowMajor(extents, blocked_dim, blocks));
+  const int64_t rows = grid.rows, padded_blocks = grid.padded_blocks,
+                tile = grid.tile;
+  int64_t scale_size = grid.scale_size;
   STRATA_ASSIGN_OR_RETURN(
       BlockScaledValueLayouts value_layouts,
-      MakeBlockScaledValueLayouts(extents, blocked_dim, block, domain));
-  Layout l1;
-  if (swizzled) {
-    int64_t batch_stride = tile;
-    std::vector<IntTuple> batch_shape, batch_stride_tuple;
-    for (int64_t j = rank - 2; j-- > 0;) {
-      batch_shape.insert(batch_shape.begin(), modes[j].size());
-      batch_stride_tuple.insert(batch_stride_tuple.begin(), batch_stride);
-      batch_stride = times(batch_stride, modes[j].size());
-    }
-    scale_shape = batch_shape;
-    l1_stride = batch_stride_tuple;
-    const IntTuple row_shape = IntTuple::Tuple({32, 4, padded_rows / 128});
-    const IntTuple row_stride = IntTuple::Tuple({16, 4, row_tile});
-    const IntTuple block_shape = IntTuple::Tuple({4, padded_blocks / 4});
-    const IntTuple block_stride = IntTuple::Tuple({1, 512});
-    if (blocked_dim == rank - 1) {
-      scale_shape.insert(scale_shape.end(), {row_shape, block_shape});
-      l1_stride.insert(l1_stride.end(), {row_stride, block_stride});
-    } else {
-      scale_shape.insert(scale_shape.end(), {block_shape, row_shape});
-      l1_stride.insert(l1_stride.end(), {block_stride, row_stride});
-    }
-    STRATA_ASSIGN_OR_RETURN(l1, Layout::Create(IntTuple::Tuple(scale_shape),
-                                               IntTuple::Tuple(l1_stride)));
-  } else {
-    for (int64_t j = 0; j < rank; ++j) {
-      scale_shape.push_back(j == blocked_dim ? blocks : modes[j].size());
-    }
-    STRATA_ASSIGN_OR_RETURN(l1, Layout::RowMajor(IntTuple::Tuple(scale_shape)));
-  }
+      MakeBlockScaledValueLayouts(extents, blocked_dim, block, grid.domain));
+  Layout l1 = std::move(grid.l1);
   Layout& l0 = value_layouts.values;
   Layout& s0 = value_layouts.adjacent;
 
@@ -223,7 +467,6 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   // layout (a size past int64 before a zero extent) allocates nothing.
   STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
   const int64_t total = src.layout().size();
-  if (!swizzled) scale_size = total / block;
   STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
   STRATA_ASSIGN_OR_RETURN(auto scales, HostCarrier::Create(*scale, scale_size));
 

@@ -3,6 +3,7 @@
 #define STRATA_OPS_QUANTIZE_H_
 
 #include <cstdint>
+#include <limits>
 
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
@@ -33,6 +34,10 @@ namespace strata {
 // Every leaf of L_1 is kept (extents of 1 included), so that views can narrow
 // level 1 leaf by leaf.
 enum class ScaleLayout : int { kRowMajor = 0, kSwizzled128x4 = 1 };
+
+// The blocked dim of a format whose blocks the format fixes (tensorwise,
+// rowwise, block128x128, q8_0, q4_0): BLOCKED_MODE '-' of strata quantize.
+inline constexpr int64_t kBlocksOfTheFormat = INT64_MIN;
 
 // Quantizes `src` (one subtensor of float32, float16 or bfloat16, any layout)
 // to `format` (mxfp8_e4m3, mxfp4 or nvfp4) with blocks of B consecutive values

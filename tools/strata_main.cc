@@ -41,6 +41,7 @@
 #include "core/status_macros.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/batch.h"
@@ -70,8 +71,9 @@ constexpr char kUsage[] =
     "  strata layout --batch FILE     (FILE '-' reads standard input)\n"
     "  strata layout --show LAYOUT\n"
     "  strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout row_major|swizzled_128x4]\n"
-    "                  --input FILE   (FORMAT mxfp8_e4m3 | mxfp4 | nvfp4; FILE '-' reads\n"
-    "                                 standard input: prod(SHAPE) float32 values, little-endian)\n"
+    "                  --input FILE   (FORMAT any block-scaled dtype; BLOCKED_MODE '-' where\n"
+    "                                 the format fixes its blocks; FILE '-' reads standard\n"
+    "                                 input: prod(SHAPE) float32 values, little-endian)\n"
     "  strata import FILE [--dump NAME [--data]]   (a safetensors file)\n";
 // clang-format on
 
@@ -444,13 +446,12 @@ int QuantizeCommand(const std::vector<std::string>& args) {
   };
   // The arguments, before the file is read.
   const CompoundDType* format = nullptr;
-  for (const CompoundDType* f :
-       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
-    if (args[0] == f->name()) format = f;
+  if (auto named = DTypeRegistry::Global().Lookup(args[0]); named.ok()) {
+    format = (*named)->AsCompound();
   }
-  if (format == nullptr) {
+  if (format == nullptr || FindBlockScaleRule(*format) == nullptr) {
     return reject(ValueErrorCat("strata quantize: FORMAT \"", args[0],
-                                "\" is not mxfp8_e4m3, mxfp4 or nvfp4"));
+                                "\" is not a block-scaled dtype"));
   }
   auto shape = IntegersArg("strata quantize: SHAPE", args[1]);
   if (!shape.ok()) return reject(shape.status());
@@ -465,8 +466,15 @@ int QuantizeCommand(const std::vector<std::string>& args) {
                                   " holds more than 2^60 values"));
     }
   }
-  auto mode = ParseInt64(args[2], "strata quantize: BLOCKED_MODE");
-  if (!mode.ok()) return reject(mode.status());
+  // '-' where the format fixes its blocks; a negative mode counts from the
+  // end (-1 the last).
+  absl::StatusOr<int64_t> mode = kBlocksOfTheFormat;
+  if (args[2] != "-") {
+    mode = ParseInt64(args[2], "strata quantize: BLOCKED_MODE");
+    if (!mode.ok()) return reject(mode.status());
+    const int64_t rank = static_cast<int64_t>(shape->size());
+    if (*mode < 0 && *mode >= -rank) *mode += rank;
+  }
   ScaleLayout scale_layout;
   if (scale_layout_name == "row_major") {
     scale_layout = ScaleLayout::kRowMajor;
