@@ -1,0 +1,366 @@
+// The block-scaled family of ../shared/design/formats.md: every built-in
+// validates, quantizes, and views exactly (NOTE [ The view invariant ],
+// checked at every level, the tensor-scale level included), and the rule
+// refuses what is not the format's blocks.
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/tensor.h"
+#include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
+#include "dtype/registry.h"
+#include "gtest/gtest.h"
+#include "layout/random_layouts.h"
+#include "ops/quantize.h"
+#include "tests/test_util.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+using Coord = std::vector<int64_t>;
+using testing::L;
+
+// Carrier indices reached at every level from a top-level coordinate.
+std::vector<int64_t> Reached(const Tensor& t, const Coord& coord) {
+  const Representation& rep = TensorAccess::representation(t);
+  const Layout& l0 = rep.subtensor(0).placement;
+  const IntTuple c =
+      l0.shape().is_leaf() ? IntTuple(coord[0]) : IntTuple::Flat(coord);
+  std::vector<int64_t> out = {rep.subtensor(0).offset + *l0.Crd2Idx(c)};
+  if (rep.num_levels() == 1) return out;
+  int64_t x = *rep.adjacent_layouts()[0].Crd2Idx(c);
+  for (int level = 1; level < rep.num_levels(); ++level) {
+    const Subtensor& s = rep.subtensor(level);
+    EXPECT_GE(x, 0);
+    EXPECT_LT(x, s.placement.size());
+    out.push_back(s.offset + s.placement(x));
+    if (level + 1 < rep.num_levels()) x = rep.adjacent_layouts()[level](x);
+  }
+  return out;
+}
+
+void ForEachCoord(const std::vector<int64_t>& extents,
+                  const std::function<void(const Coord&)>& body) {
+  for (int64_t e : extents) {
+    if (e == 0) return;
+  }
+  Coord c(extents.size(), 0);
+  while (true) {
+    body(c);
+    size_t k = 0;
+    while (k < c.size() && ++c[k] == extents[k]) c[k++] = 0;
+    if (k == c.size()) return;
+  }
+}
+
+void ExpectInvariant(const Tensor& source, const Tensor& view,
+                     const std::function<Coord(const Coord&)>& sigma) {
+  ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
+  ForEachCoord(view.shape(), [&](const Coord& c) {
+    ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)));
+  });
+}
+
+Tensor Floats(const std::vector<int64_t>& shape, uint64_t seed) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), n);
+  float* f = static_cast<float*>(carrier->mutable_data());
+  testing::RandomLayouts gen(seed);
+  for (int64_t i = 0; i < n; ++i) {
+    f[i] = static_cast<float>(gen.Uniform(-1000, 1000)) / 64.0f;
+  }
+  return *Tensor::Create(carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
+}
+
+// The scale index (row-major over the block grid) of value coordinate c.
+struct Format {
+  const CompoundDType* dtype;
+  std::vector<int64_t> blocks;  // per mode of the test shape: b, 1 or 0
+  int64_t blocked_dim;          // or kBlocksOfTheFormat
+};
+
+TEST(BlockScaledFamilyTest, EveryNameOfTheContractIsRegistered) {
+  struct Row {
+    const char* name;
+    std::vector<const char*> schema;
+  };
+  for (const Row& row : std::vector<Row>{
+           {"nvfp4_ts", {"float4_e2m1fn", "float8_e4m3fn", "float32"}},
+           {"nvfp4_ts_recip", {"float4_e2m1fn", "float8_e4m3fn", "float32"}},
+           {"fp8_e4m3_tensorwise", {"float8_e4m3fn", "float32"}},
+           {"fp8_e4m3_rowwise", {"float8_e4m3fn", "float32"}},
+           {"fp8_e4m3_block1x128", {"float8_e4m3fn", "float32"}},
+           {"fp8_e4m3_block128x128", {"float8_e4m3fn", "float32"}},
+           {"q8_0", {"int8", "float16"}},
+           {"q4_0", {"uint4", "float16"}},
+           {"mxfp8_e4m3", {"float8_e4m3fn", "float8_e8m0fnu"}},
+           {"mxfp4", {"float4_e2m1fn", "float8_e8m0fnu"}},
+           {"nvfp4", {"float4_e2m1fn", "float8_e4m3fn"}}}) {
+    auto d = DTypeRegistry::Global().Lookup(row.name);
+    ASSERT_TRUE(d.ok()) << row.name;
+    const CompoundDType* c = (*d)->AsCompound();
+    ASSERT_NE(c, nullptr) << row.name;
+    ASSERT_EQ(c->simple_types().size(), row.schema.size()) << row.name;
+    for (size_t i = 0; i < row.schema.size(); ++i) {
+      EXPECT_EQ(c->simple_types()[i]->name(), row.schema[i]) << row.name;
+    }
+    ASSERT_NE(FindBlockScaleRule(*c), nullptr) << row.name;
+  }
+  const SimpleDType* u4 = dtypes::UInt4();
+  EXPECT_EQ(u4->bits(), 4);
+  EXPECT_TRUE(u4->is_integer());
+  EXPECT_FALSE(u4->is_signed());
+}
+
+TEST(BlockScaledFamilyTest, TheFactoryMakesMembersAndRefusesNonsense) {
+  auto mine = MakeBlockScaledDType("my_fp8_64x64", dtypes::Float8E4M3FN(),
+                                   {dtypes::Float32()},
+                                   BlockScaling{{64, 64}, 1, true, false});
+  ASSERT_TRUE(mine.ok()) << mine.status();
+  // A user-made fp8 x float32 member quantizes through the fp8 recipe.
+  auto q =
+      QuantizeBlockScaled(Floats({100, 130}, 1), **mine, kBlocksOfTheFormat);
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(TensorAccess::representation(*q).subtensor(1).carrier->size(),
+            2 * 3);
+  for (auto bad :
+       {BlockScaling{{}, 1, false, false}, BlockScaling{{-3}, 1, false, false},
+        BlockScaling{{32}, 7, false, false},
+        BlockScaling{{32, 32}, 1, false, true}}) {
+    EXPECT_TRUE(IsValueError(
+        MakeBlockScaledDType("bad", dtypes::Int8(), {dtypes::Float16()}, bad)
+            .status()));
+  }
+  EXPECT_TRUE(
+      IsValueError(MakeBlockScaledDType("bad", dtypes::Int8(),
+                                        {dtypes::Float16(), dtypes::Float16()},
+                                        BlockScaling{{32}, 1, false, false})
+                       .status()));
+}
+
+// A hand-made context for the rule alone.
+class Context final : public RepresentationValidationContext {
+ public:
+  Context(const DType& dtype, std::vector<Layout> placements,
+          std::vector<Layout> adjacent)
+      : dtype_(dtype), placements_(placements), adjacent_(adjacent) {
+    for (const Layout& l : placements_) shapes_.push_back(l.shape());
+  }
+  const DType& logical_dtype() const override { return dtype_; }
+  absl::Span<const SimpleDType* const> storage_dtypes() const override {
+    return dtype_.storage_schema();
+  }
+  absl::Span<const Layout> placement_layouts() const override {
+    return placements_;
+  }
+  absl::Span<const Layout> adjacent_layouts() const override {
+    return adjacent_;
+  }
+  absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
+
+ private:
+  const DType& dtype_;
+  std::vector<Layout> placements_, adjacent_;
+  std::vector<IntTuple> shapes_;
+};
+
+absl::Status Judge(const CompoundDType* d, const std::string& l0,
+                   const std::string& l1, const std::string& s0) {
+  return FindBlockScaleRule(*d)->Validate(Context(*d, {L(l0), L(l1)}, {L(s0)}));
+}
+
+TEST(BlockScaledFamilyTest, RaggedBlocksAreJudgedThroughLevelOne) {
+  const CompoundDType* d = dtypes::FP8E4M3Block128x128();
+  // formats.md: 576 rows = (64,9), S_0 (64,9):(0,1) into a level-1 mode
+  // (2,5):(0,W): row r reaches scale row floor(r/128).
+  EXPECT_TRUE(Judge(d, "((64,9),(128,2)):((256,16384),(1,128))",
+                    "((2,5),2):((0,2),1)", "((64,9),(128,2)):((0,1),(0,10))")
+                  .ok());
+  // The same S_0 into a level 1 that does not merge: blocks of 64 rows.
+  const absl::Status blocks64 =
+      Judge(d, "((64,9),(128,2)):((256,16384),(1,128))", "(9,2):(2,1)",
+            "((64,9),(128,2)):((0,1),(0,9))");
+  EXPECT_TRUE(IsValueError(blocks64)) << blocks64;
+  EXPECT_NE(blocks64.message().find("fp8_e4m3_block128x128 needs"),
+            std::string::npos);
+  EXPECT_NE(blocks64.message().find("one scale per 64 values"),
+            std::string::npos)
+      << blocks64;
+  // A merging leaf that no mode's block absorbs gives two blocks one scale.
+  EXPECT_TRUE(
+      IsValueError(Judge(d, "(128,(128,2)):(256,(1,128))",
+                         "((2,2),1):((0,1),0)", "(128,(128,2)):(0,(0,1))")));
+  // A ragged format that is not: 200 rows in blocks of 128 for a format that
+  // needs whole blocks (q8_0, 32 along the last mode).
+  EXPECT_TRUE(
+      IsValueError(Judge(dtypes::Q8_0(), "(4,(16,3)):(48,(1,16))",
+                         "(4,(2,2)):(2,(0,1))", "(4,(16,3)):(1,(0,4))")));
+}
+
+TEST(BlockScaledFamilyTest, WholeModesAndDistinctBlocks) {
+  // Rowwise: one scale per row, constant along the last mode.
+  EXPECT_TRUE(Judge(dtypes::FP8E4M3Rowwise(), "(4,64):(64,1)", "(4,1):(1,0)",
+                    "(4,64):(1,0)")
+                  .ok());
+  // A scale that varies along the row is refused.
+  EXPECT_TRUE(IsValueError(Judge(dtypes::FP8E4M3Rowwise(), "(4,64):(64,1)",
+                                 "(4,2):(2,1)", "(4,(32,2)):(1,(0,4))")));
+  // Tensorwise: every mode whole.
+  EXPECT_TRUE(
+      Judge(dtypes::FP8E4M3Tensorwise(), "(4,64):(64,1)", "1:0", "(4,64):(0,0)")
+          .ok());
+  EXPECT_TRUE(IsValueError(Judge(dtypes::FP8E4M3Tensorwise(), "(4,64):(64,1)",
+                                 "4:1", "(4,64):(1,0)")));
+  // Two rows that share a scale are distinct blocks reaching one scale.
+  const absl::Status shared =
+      Judge(dtypes::FP8E4M3Block1x128(), "(4,(128,2)):(256,(1,128))",
+            "(2,2):(2,1)", "(4,(128,2)):(1,(0,2))");
+  EXPECT_TRUE(IsValueError(shared)) << shared;
+  // q8_0 along the first mode after a permute is still one block mode.
+  EXPECT_TRUE(Judge(dtypes::Q8_0(), "((32,2),4):((1,32),64)", "(4,2):(2,1)",
+                    "((32,2),4):((0,4),1)")
+                  .ok());
+}
+
+TEST(BlockScaledFamilyTest, TheTensorScaleIsOneValue) {
+  const CompoundDType* d = dtypes::NVFP4TS();
+  const auto judge = [&](const std::string& l2, const std::string& s1) {
+    return FindBlockScaleRule(*d)->Validate(
+        Context(*d, {L("(4,(16,2)):(32,(1,16))"), L("(4,2):(2,1)"), L(l2)},
+                {L("(4,(16,2)):(1,(0,4))"), L(s1)}));
+  };
+  EXPECT_TRUE(judge("1:0", "(4,2):(0,0)").ok());
+  EXPECT_TRUE(judge("8:0", "(4,2):(1,4)").ok());  // L_2 is constant.
+  const absl::Status two = judge("8:1", "(4,2):(1,4)");
+  EXPECT_TRUE(IsValueError(two)) << two;
+  EXPECT_NE(two.message().find("one tensor scale"), std::string::npos);
+  // Two levels for a three-level format.
+  EXPECT_TRUE(IsValueError(Judge(d, "(4,(16,2)):(32,(1,16))", "(4,2):(2,1)",
+                                 "(4,(16,2)):(1,(0,4))")));
+}
+
+// Slices of every format over random shapes: admitted exactly where they
+// keep blocks whole (a partial last block of a ragged format included),
+// refused (ValueError) elsewhere; every admitted view, and permutes,
+// broadcasts and unsqueezes of it, keeps the invariant at every level.
+TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
+  testing::RandomLayouts gen(28);
+  int admitted = 0, refused = 0;
+  for (int n = 0; n < 400; ++n) {
+    const int which = gen.Uniform(0, 7);
+    std::vector<int64_t> shape = {gen.Uniform(1, 3) * (which < 2 ? 1 : 1), 0,
+                                  0};
+    Format f;
+    switch (which) {
+      case 0:
+        f = {dtypes::FP8E4M3Block128x128(), {1, 128, 128}, kBlocksOfTheFormat};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 300), gen.Uniform(1, 300)};
+        break;
+      case 1:
+        f = {dtypes::FP8E4M3Block1x128(), {1, 1, 128}, 2};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 400)};
+        break;
+      case 2:
+        f = {dtypes::FP8E4M3Rowwise(), {1, 1, 0}, kBlocksOfTheFormat};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
+        break;
+      case 3:
+        f = {dtypes::FP8E4M3Tensorwise(), {0, 0, 0}, kBlocksOfTheFormat};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
+        break;
+      case 4:
+      case 5:
+        f = {which == 4 ? dtypes::NVFP4TS() : dtypes::NVFP4TSRecip(),
+             {1, 16, 1},
+             1};
+        shape = {gen.Uniform(1, 2), 16 * gen.Uniform(1, 6), gen.Uniform(1, 5)};
+        break;
+      case 6:
+        f = {dtypes::Q8_0(), {1, 1, 32}, kBlocksOfTheFormat};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
+        break;
+      default:
+        f = {dtypes::Q4_0(), {1, 1, 32}, kBlocksOfTheFormat};
+        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
+        break;
+    }
+    const bool ragged = FindBlockScaleRule(*f.dtype)->scaling().ragged;
+    auto t = QuantizeBlockScaled(Floats(shape, n), *f.dtype, f.blocked_dim);
+    ASSERT_TRUE(t.ok()) << f.dtype->name() << " " << t.status();
+    SCOPED_TRACE(absl::StrCat(f.dtype->name(), " (", shape[0], ",", shape[1],
+                              ",", shape[2], ")"));
+    const int64_t dim = gen.Uniform(0, 2);
+    const int64_t extent = shape[dim];
+    const int64_t b = f.blocks[dim];
+    // Aligned starts half of the time.
+    int64_t start = gen.Uniform(0, extent);
+    if (b > 1 && gen.Uniform(0, 1) == 0) start = start / b * b;
+    int64_t stop = gen.Uniform(start, extent);
+    if (b > 1 && gen.Uniform(0, 1) == 0) {
+      stop = std::max(start, std::min(extent, (stop + b - 1) / b * b));
+    }
+    const auto v = Slice(*t, dim, start, stop);
+    // NOTE [ The block-scaling rule ]: whole blocks are admitted; so is, for
+    // a ragged format, a slice inside one block or one that ends in a partial
+    // block, since the result is a ragged Tensor whose values reach their own
+    // scales (whether a ragged stop is expressible depends on g = gcd(N, b)).
+    // A slice that starts inside a block and crosses into the next is
+    // refused.
+    enum Expect { kAdmit, kRefuse, kEither } expect = kAdmit;
+    if (b > 1 && start < stop) {
+      const bool starts_aligned = start % b == 0;
+      const bool ends_aligned = stop % b == 0 || stop == extent;
+      const bool one_block = start / b == (stop - 1) / b;
+      if (starts_aligned && ends_aligned) {
+        expect = kAdmit;
+      } else if (!ragged) {
+        expect = kRefuse;
+      } else if (one_block) {
+        expect = extent % b == 0 ? kAdmit : kEither;
+      } else {
+        expect = starts_aligned ? kEither : kRefuse;
+      }
+    }
+    SCOPED_TRACE(absl::StrCat("slice ", dim, " ", start, " ", stop));
+    if (!v.ok()) {
+      ++refused;
+      EXPECT_TRUE(IsValueError(v.status())) << v.status();
+      EXPECT_NE(expect, kAdmit) << v.status();
+      continue;
+    }
+    ++admitted;
+    EXPECT_NE(expect, kRefuse) << "admitted a slice that cuts a block";
+    ExpectInvariant(*t, *v, [&](const Coord& c) {
+      Coord old = c;
+      old[dim] += start;
+      return old;
+    });
+    const auto p = Permute(*v, {2, 0, 1});
+    ASSERT_TRUE(p.ok()) << p.status();
+    ExpectInvariant(*v, *p, [](const Coord& c) {
+      return Coord{c[1], c[2], c[0]};
+    });
+    const auto u = Unsqueeze(*p, 1);
+    ASSERT_TRUE(u.ok()) << u.status();
+    const std::vector<int64_t> ps = p->shape();
+    const auto bc = BroadcastTo(*u, {ps[0], 3, ps[1], ps[2]});
+    ASSERT_TRUE(bc.ok()) << bc.status();
+    ExpectInvariant(*p, *bc, [](const Coord& c) {
+      return Coord{c[0], c[2], c[3]};
+    });
+  }
+  EXPECT_GT(admitted, 200);
+  EXPECT_GT(refused, 20);
+}
+
+}  // namespace
+}  // namespace strata
