@@ -59,11 +59,11 @@ absl::StatusOr<Tensor> BlockScaled(const CompoundDType* dtype, int64_t rows,
 
 // A row-major float32 source of `shape` with a deterministic pattern of
 // values exact in float (magnitudes vary by block), quantized by
-// QuantizeBlockScaled with blocks along `blocked_mode` in the 128x4 swizzled
-// scale layout.
-absl::StatusOr<Tensor> Swizzled(const CompoundDType* dtype,
-                                std::vector<int64_t> shape,
-                                int64_t blocked_mode) {
+// QuantizeBlockScaled with blocks along `blocked_mode` (or the format's own)
+// in `scale_layout`.
+absl::StatusOr<Tensor> Quantized(
+    const CompoundDType* dtype, std::vector<int64_t> shape,
+    int64_t blocked_mode, ScaleLayout scale_layout = ScaleLayout::kRowMajor) {
   int64_t n = 1;
   std::vector<IntTuple> extents;
   for (int64_t e : shape) {
@@ -80,8 +80,14 @@ absl::StatusOr<Tensor> Swizzled(const CompoundDType* dtype,
   STRATA_ASSIGN_OR_RETURN(Layout row_major,
                           Layout::RowMajor(IntTuple::Tuple(extents)));
   STRATA_ASSIGN_OR_RETURN(Tensor source, Tensor::Create(carrier, 0, row_major));
-  return QuantizeBlockScaled(source, *dtype, blocked_mode,
-                             ScaleLayout::kSwizzled128x4);
+  return QuantizeBlockScaled(source, *dtype, blocked_mode, scale_layout);
+}
+
+absl::StatusOr<Tensor> Swizzled(const CompoundDType* dtype,
+                                std::vector<int64_t> shape,
+                                int64_t blocked_mode) {
+  return Quantized(dtype, std::move(shape), blocked_mode,
+                   ScaleLayout::kSwizzled128x4);
 }
 
 }  // namespace
@@ -93,7 +99,15 @@ std::vector<std::string> ExampleNames() {
           "mxfp8_swizzled_256x256",
           "nvfp4_swizzled_128x64",
           "mxfp8_swizzled_padded_200x160",
-          "mxfp8_swizzled_batched_2x128x128"};
+          "mxfp8_swizzled_batched_2x128x128",
+          "fp8_block128x128_576x256",
+          "fp8_rowwise_4x64",
+          "fp8_tensorwise_4x64",
+          "fp8_block1x128_2x200",
+          "nvfp4_ts_4x64",
+          "nvfp4_ts_recip_swizzled_128x64",
+          "q8_0_4x64",
+          "q4_0_4x64"};
 }
 
 absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
@@ -118,6 +132,30 @@ absl::StatusOr<Tensor> MakeExample(absl::string_view name) {
   }
   if (name == "mxfp8_swizzled_batched_2x128x128") {
     return Swizzled(dtypes::MXFP8E4M3(), {2, 128, 128}, 2);
+  }
+  // The family of ../shared/design/formats.md, one example each.
+  if (name == "fp8_block128x128_576x256") {
+    return Quantized(dtypes::FP8E4M3Block128x128(), {576, 256},
+                     kBlocksOfTheFormat);
+  }
+  if (name == "fp8_rowwise_4x64") {
+    return Quantized(dtypes::FP8E4M3Rowwise(), {4, 64}, kBlocksOfTheFormat);
+  }
+  if (name == "fp8_tensorwise_4x64") {
+    return Quantized(dtypes::FP8E4M3Tensorwise(), {4, 64}, kBlocksOfTheFormat);
+  }
+  if (name == "fp8_block1x128_2x200") {
+    return Quantized(dtypes::FP8E4M3Block1x128(), {2, 200}, 1);
+  }
+  if (name == "nvfp4_ts_4x64") return Quantized(dtypes::NVFP4TS(), {4, 64}, 1);
+  if (name == "nvfp4_ts_recip_swizzled_128x64") {
+    return Swizzled(dtypes::NVFP4TSRecip(), {128, 64}, 1);
+  }
+  if (name == "q8_0_4x64") {
+    return Quantized(dtypes::Q8_0(), {4, 64}, kBlocksOfTheFormat);
+  }
+  if (name == "q4_0_4x64") {
+    return Quantized(dtypes::Q4_0(), {4, 64}, kBlocksOfTheFormat);
   }
   return ValueErrorCat("unknown example \"", name, "\"");
 }

@@ -25,17 +25,23 @@ TEST(GoldenTest, ExamplesDumpToTheGoldenBytes) {
     ASSERT_TRUE(tensor.ok());
     EXPECT_EQ(ToText(ToProto(*tensor)), ReadGolden(name)) << name;
   }
-  auto mxfp4 = MakeExample("mxfp4_2x32");
-  ASSERT_TRUE(mxfp4.ok());
-  EXPECT_EQ(ToText(ToProto(*mxfp4, {/*include_data=*/true})),
-            ReadGolden("mxfp4_2x32_data"));
+  for (const std::string name : {"mxfp4_2x32", "q4_0_4x64", "nvfp4_ts_4x64"}) {
+    auto tensor = MakeExample(name);
+    ASSERT_TRUE(tensor.ok());
+    EXPECT_EQ(ToText(ToProto(*tensor, {/*include_data=*/true})),
+              ReadGolden(name + "_data"))
+        << name;
+  }
 }
 
 TEST(GoldenTest, ReplayThenDumpReproducesEachGoldenFile) {
-  for (const std::string& name :
+  for (const std::string name :
        {"float32_4x8", "mxfp8_4x64", "mxfp4_2x32", "mxfp4_2x32_data",
         "mxfp8_swizzled_256x256", "nvfp4_swizzled_128x64",
-        "mxfp8_swizzled_padded_200x160", "mxfp8_swizzled_batched_2x128x128"}) {
+        "mxfp8_swizzled_padded_200x160", "mxfp8_swizzled_batched_2x128x128",
+        "fp8_block128x128_576x256", "fp8_rowwise_4x64", "fp8_tensorwise_4x64",
+        "fp8_block1x128_2x200", "nvfp4_ts_4x64", "nvfp4_ts_recip_swizzled_128x64",
+        "q8_0_4x64", "q4_0_4x64", "q4_0_4x64_data", "nvfp4_ts_4x64_data"}) {
     const std::string golden = ReadGolden(name);
     auto proto = ParseText(golden);
     ASSERT_TRUE(proto.ok()) << name;

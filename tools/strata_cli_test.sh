@@ -58,16 +58,30 @@ head -c 200 "$golden/mxfp8_4x64.textproto" | "$strata" validate - >/dev/null 2>&
 [ "$status" = 2 ] || fail "truncated text exit $status, want 2"
 "$strata" validate /nonexistent >/dev/null 2>&1; status=$?
 [ "$status" = 2 ] || fail "unreadable file exit $status, want 2"
-[ "$("$strata" dump --list)" = $'float32_4x8\nmxfp8_4x64\nmxfp4_2x32\nmxfp8_swizzled_256x256\nnvfp4_swizzled_128x64\nmxfp8_swizzled_padded_200x160\nmxfp8_swizzled_batched_2x128x128' ] ||
+[ "$("$strata" dump --list)" = $'float32_4x8\nmxfp8_4x64\nmxfp4_2x32\nmxfp8_swizzled_256x256\nnvfp4_swizzled_128x64\nmxfp8_swizzled_padded_200x160\nmxfp8_swizzled_batched_2x128x128\nfp8_block128x128_576x256\nfp8_rowwise_4x64\nfp8_tensorwise_4x64\nfp8_block1x128_2x200\nnvfp4_ts_4x64\nnvfp4_ts_recip_swizzled_128x64\nq8_0_4x64\nq4_0_4x64' ] ||
   fail "dump --list"
 for name in mxfp8_swizzled_256x256 nvfp4_swizzled_128x64 mxfp8_swizzled_padded_200x160 \
-    mxfp8_swizzled_batched_2x128x128; do
+    mxfp8_swizzled_batched_2x128x128 fp8_block128x128_576x256 fp8_rowwise_4x64 \
+    fp8_tensorwise_4x64 fp8_block1x128_2x200 nvfp4_ts_4x64 nvfp4_ts_recip_swizzled_128x64 \
+    q8_0_4x64 q4_0_4x64; do
   "$strata" dump --example "$name" | cmp -s - "$golden/$name.textproto" || fail "dump golden $name"
   "$strata" dump --example "$name" --data > "$TEST_TMPDIR/$name.textproto"
   "$strata" validate "$TEST_TMPDIR/$name.textproto" | grep -q ': OK dtype=' || fail "validate $name"
 done
 grep -q 'placement: "((32,4,2),(4,2)):((16,4,1024),(1,512))"' "$golden/mxfp8_swizzled_256x256.textproto" ||
   fail "swizzled L_1 of mxfp8_swizzled_256x256"
+# formats.md's ragged example: 576 rows = (64,9), S_0 (64,9):(0,1) into (2,5):(0,W).
+grep -q 'adjacent_layouts: "((64,9),(128,2)):((0,1),(0,10))"' "$golden/fp8_block128x128_576x256.textproto" &&
+  grep -q 'placement: "((2,5),2):((0,2),1)"' "$golden/fp8_block128x128_576x256.textproto" ||
+  fail "ragged 128x128 layouts"
+# A tensor-parallel shard of the ragged weight at a multiple of 128 is a view, the ragged
+# last one too; one that starts inside a block and crosses into the next is refused.
+"$strata" dump --example fp8_block128x128_576x256 > "$TEST_TMPDIR/ragged.textproto"
+"$strata" view "$TEST_TMPDIR/ragged.textproto" slice 0 512 576 1 > "$TEST_TMPDIR/last.textproto" &&
+  "$strata" validate "$TEST_TMPDIR/last.textproto" | grep -q 'OK dtype=fp8_e4m3_block128x128 levels=2 shape=(64,256)' ||
+  fail "ragged last shard"
+out=$("$strata" view "$TEST_TMPDIR/ragged.textproto" slice 0 64 192 1) && fail "a shard that crosses a block"
+case "$out" in "$TEST_TMPDIR/ragged.textproto: ValueError: Slice: level 1 "*) ;; *) fail "refused shard: $out" ;; esac
 
 # strata quantize FORMAT SHAPE BLOCKED_MODE [--scale-layout L] --input FILE
 ones="$TEST_TMPDIR/ones_200x64.f32"  # 200 * 64 float32 values 1.0, little-endian.

@@ -2103,10 +2103,24 @@ class Session {
     if (p == nullptr) return;
     const Tensor t = *p;
     if (!Small(t)) return;
-    const CompoundDType* formats[] = {dtypes::MXFP8E4M3(), dtypes::MXFP4(),
-                                      dtypes::NVFP4()};
-    const CompoundDType* f = formats[r_.Range(0, 2)];
-    const int64_t mode = r_.Arg(0, static_cast<int64_t>(Shape(t).size()) - 1);
+    const CompoundDType* formats[] = {dtypes::MXFP8E4M3(),
+                                      dtypes::MXFP4(),
+                                      dtypes::NVFP4(),
+                                      dtypes::NVFP4TS(),
+                                      dtypes::NVFP4TSRecip(),
+                                      dtypes::FP8E4M3Tensorwise(),
+                                      dtypes::FP8E4M3Rowwise(),
+                                      dtypes::FP8E4M3Block1x128(),
+                                      dtypes::FP8E4M3Block128x128(),
+                                      dtypes::Q8_0(),
+                                      dtypes::Q4_0()};
+    const CompoundDType* f = formats[r_.Range(0, 10)];
+    // A mode, or the format's own blocks (refused where it has a chosen
+    // mode).
+    const int64_t mode =
+        r_.Range(0, 3) == 0
+            ? kBlocksOfTheFormat
+            : r_.Arg(0, static_cast<int64_t>(Shape(t).size()) - 1);
     const ScaleLayout layout =
         r_.Bool() ? ScaleLayout::kRowMajor : ScaleLayout::kSwizzled128x4;
     const auto before = Capture();
@@ -2120,7 +2134,9 @@ class Session {
     const auto* d = t.dtype().AsSimple();
     API_CHECK(d == dtypes::Float32() || d == dtypes::Float16() ||
               d == dtypes::BFloat16());
-    API_CHECK(q->num_subtensors() == 2 && &q->dtype() == f);
+    API_CHECK(q->num_subtensors() ==
+                  static_cast<int>(f->simple_types().size()) &&
+              &q->dtype() == f);
     API_CHECK(Shape(*q) == Shape(t));
     CheckBounds(TensorAccess::representation(*q));
     Keep(*q);
@@ -2141,9 +2157,19 @@ class Session {
       for (int64_t k = 0; k < t->size(); ++k)
         StoreIndex(Ref::kF32, data, k, (k * seed) % 23 - 11);
     }
-    auto q = QuantizeBlockScaled(
-        *t, *dtypes::MXFP8E4M3(), 1,
-        r_.Bool() ? ScaleLayout::kRowMajor : ScaleLayout::kSwizzled128x4);
+    // Every format takes a (rows, 32k) Tensor: blocks along dim 1, or the
+    // format's own (q8_0 and q4_0 along the last; 128x128 ragged).
+    const CompoundDType* f =
+        r_.Bool() ? dtypes::MXFP8E4M3()
+                  : (r_.Bool() ? dtypes::NVFP4TS()
+                               : (r_.Bool() ? dtypes::Q4_0()
+                                            : dtypes::FP8E4M3Block128x128()));
+    const bool fixed =
+        f == dtypes::Q4_0() || f == dtypes::FP8E4M3Block128x128();
+    auto q =
+        QuantizeBlockScaled(*t, *f, fixed ? kBlocksOfTheFormat : 1,
+                            r_.Bool() && !fixed ? ScaleLayout::kSwizzled128x4
+                                                : ScaleLayout::kRowMajor);
     API_CHECK(q.ok());
     Keep(r_.Bool() ? *q : *t);
   }
