@@ -37,10 +37,10 @@ void BM_Memcpy64MiB(benchmark::State& state) {
 BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
 
 void BM_Quantize(benchmark::State& state, const CompoundDType* format,
-                 ScaleLayout layout) {
+                 ScaleLayout layout, int64_t blocked_dim = 1) {
   const Tensor src = Source();
   for (auto _ : state) {
-    auto q = QuantizeBlockScaled(src, *format, 1, layout);
+    auto q = QuantizeBlockScaled(src, *format, blocked_dim, layout);
     if (!q.ok()) state.SkipWithError(std::string(q.status().message()).c_str());
     benchmark::DoNotOptimize(q);
   }
@@ -60,6 +60,31 @@ BENCHMARK_CAPTURE(BM_Quantize, nvfp4/row_major, dtypes::NVFP4(),
                   ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Quantize, nvfp4/swizzled_128x4, dtypes::NVFP4(),
                   ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
+// The family of ../shared/design/formats.md.
+BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts/row_major, dtypes::NVFP4TS(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts/swizzled_128x4, dtypes::NVFP4TS(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts_recip/row_major, dtypes::NVFP4TSRecip(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_tensorwise/row_major,
+                  dtypes::FP8E4M3Tensorwise(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_rowwise/row_major,
+                  dtypes::FP8E4M3Rowwise(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_block1x128/row_major,
+                  dtypes::FP8E4M3Block1x128(), ScaleLayout::kRowMajor,
+                  1)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_block128x128/row_major,
+                  dtypes::FP8E4M3Block128x128(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, q8_0/row_major, dtypes::Q8_0(),
+                  ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Quantize, q4_0/row_major, dtypes::Q4_0(),
+                  ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
 // clang-format on
 
 }  // namespace

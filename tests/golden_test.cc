@@ -40,8 +40,9 @@ TEST(GoldenTest, ReplayThenDumpReproducesEachGoldenFile) {
         "mxfp8_swizzled_256x256", "nvfp4_swizzled_128x64",
         "mxfp8_swizzled_padded_200x160", "mxfp8_swizzled_batched_2x128x128",
         "fp8_block128x128_576x256", "fp8_rowwise_4x64", "fp8_tensorwise_4x64",
-        "fp8_block1x128_2x200", "nvfp4_ts_4x64", "nvfp4_ts_recip_swizzled_128x64",
-        "q8_0_4x64", "q4_0_4x64", "q4_0_4x64_data", "nvfp4_ts_4x64_data"}) {
+        "fp8_block1x128_2x200", "nvfp4_ts_4x64",
+        "nvfp4_ts_recip_swizzled_128x64", "q8_0_4x64", "q4_0_4x64",
+        "q4_0_4x64_data", "nvfp4_ts_4x64_data"}) {
     const std::string golden = ReadGolden(name);
     auto proto = ParseText(golden);
     ASSERT_TRUE(proto.ok()) << name;

@@ -8,6 +8,7 @@
 
 #include "dtype/float_formats.h"
 #include "ops/internal/narrow_codes.h"
+#include "ops/internal/quantize_kernel.h"
 
 namespace strata {
 namespace ops_internal {
@@ -26,12 +27,30 @@ float E4M3Value(uint8_t code) {
 // The largest |x| of n values by bit pattern (NaN above infinity).
 inline uint32_t AbsMaxBits(const float* x, int64_t n) {
   uint32_t m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t u;
-    std::memcpy(&u, x + i, 4);
-    m = std::max(m, u & qd::kAbsMask);
-  }
+  for (int64_t i = 0; i < n; ++i)
+    m = std::max(m, qd::Bits(x[i]) & qd::kAbsMask);
   return m;
+}
+
+// Two 4-bit codes per byte, low nibble first; an odd last code in a low
+// nibble of its own.
+void PackNibbles(const uint8_t* codes, int64_t n, int64_t first,
+                 uint8_t* values) {
+  int64_t i = 0;
+  if (first & 1) {  // Starts in a high nibble.
+    values[first >> 1] =
+        static_cast<uint8_t>((values[first >> 1] & 0x0F) | (codes[0] << 4));
+    i = 1;
+  }
+  uint8_t* out = values + ((first + i) >> 1);
+  const int64_t pairs = (n - i) / 2;
+  for (int64_t p = 0; p < pairs; ++p) {
+    out[p] =
+        static_cast<uint8_t>(codes[i + 2 * p] | (codes[i + 2 * p + 1] << 4));
+  }
+  if ((n - i) & 1) {
+    out[pairs] = static_cast<uint8_t>((out[pairs] & 0xF0) | codes[n - 1]);
+  }
 }
 
 // The grid of blocks: per mode the block extent (the mode's extent for a
@@ -60,59 +79,40 @@ Grid MakeGrid(absl::Span<const int64_t> extents,
   return g;
 }
 
-// Calls f(row, base) for every row (all modes but the last), base the grid
-// index of the row's first block.
-template <typename F>
-void ForEachRow(absl::Span<const int64_t> extents, const Grid& g, F&& f) {
-  const size_t rank = extents.size();
-  int64_t rows = 1;
-  for (size_t m = 0; m + 1 < rank; ++m) rows *= extents[m];
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t base = 0;
-    for (size_t m = 0; m + 1 < rank; ++m) {
-      base += coord[m] / g.block[m] * g.stride[m];
-    }
-    f(r, base);
-    for (size_t m = rank - 1; m-- > 0;) {
-      if (++coord[m] < extents[m]) break;
-      coord[m] = 0;
-    }
-  }
-}
-
-void PutNibble(uint8_t* values, int64_t i, uint8_t code) {
-  uint8_t& byte = values[i >> 1];
-  byte = (i & 1) ? static_cast<uint8_t>((byte & 0x0F) | (code << 4))
-                 : static_cast<uint8_t>((byte & 0xF0) | code);
-}
-
+// q8_0 and q4_0: blocks of 32 consecutive values.
 void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
                   uint8_t* values, uint8_t* scales) {
   constexpr int kBlock = 32;
+  uint8_t codes[kBlock];
   for (int64_t blk = 0; blk * kBlock < total; ++blk) {
     const float* v = x + blk * kBlock;
     float d;
     if (recipe == FamilyRecipe::kQ8_0) {
-      uint32_t bits = AbsMaxBits(v, kBlock);
-      float amax;
-      std::memcpy(&amax, &bits, 4);
-      d = amax / 127.0f;
+      d = qd::FromBits(AbsMaxBits(v, kBlock)) / 127.0f;
       const float id = d != 0.0f ? 1.0f / d : 0.0f;
       int8_t* q = reinterpret_cast<int8_t*>(values) + blk * kBlock;
       for (int j = 0; j < kBlock; ++j) {
+        // roundf (half away from zero) without a call: t - trunc(t) is exact.
+        const float t = v[j] * id;
+        const float r = std::trunc(t);
+        const float away =
+            std::fabs(t - r) >= 0.5f ? std::copysign(1.0f, t) : 0.0f;
         // |t| <= 127 but where 1/d overflowed (a subnormal d); clamped there.
-        const float t = std::roundf(v[j] * id);
-        q[j] = std::isnan(t)
-                   ? 0
-                   : static_cast<int8_t>(std::clamp(t, -127.0f, 127.0f));
+        const float c = std::min(127.0f, std::max(-127.0f, r + away));
+        q[j] = static_cast<int8_t>(t == t ? static_cast<int32_t>(c) : 0);
       }
     } else {
-      float amax = 0.0f, max = 0.0f;
+      // ggml's v: the first x of largest |x|, NaN never replacing.
+      uint32_t amax = 0;
       for (int j = 0; j < kBlock; ++j) {
-        if (amax < std::fabs(v[j])) {
-          amax = std::fabs(v[j]);
+        const uint32_t a = qd::Bits(v[j]) & qd::kAbsMask;
+        amax = std::max(amax, a > qd::kInfBits ? 0u : a);
+      }
+      float max = 0.0f;
+      for (int j = 0; amax != 0 && j < kBlock; ++j) {
+        if ((qd::Bits(v[j]) & qd::kAbsMask) == amax) {
           max = v[j];
+          break;
         }
       }
       d = max / -8.0f;
@@ -120,11 +120,10 @@ void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
       for (int j = 0; j < kBlock; ++j) {
         // t lies in [0, 16.5] but where 1/d overflowed; clamped there.
         const float t = v[j] * id + 8.5f;
-        const uint8_t q =
-            std::isnan(t) ? 8
-                          : static_cast<uint8_t>(std::clamp(t, 0.0f, 15.0f));
-        PutNibble(values, blk * kBlock + j, q);
+        const float c = std::min(15.0f, std::max(0.0f, t));
+        codes[j] = static_cast<uint8_t>(t == t ? static_cast<int32_t>(c) : 8);
       }
+      PackNibbles(codes, kBlock, blk * kBlock, values);
     }
     const uint16_t h = FloatToHalf(d);
     std::memcpy(scales + 2 * blk, &h, 2);
@@ -144,80 +143,102 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
     QuantizeGgml(recipe, x, total, values, scales);
     return 0;
   }
-  const size_t rank = extents.size();
+  const int rank = static_cast<int>(extents.size());
   const int64_t k = rank == 0 ? 1 : extents[rank - 1];
+  const int64_t rows = total / k;
   const Grid g = MakeGrid(extents, block_of_mode);
   const int64_t kb = rank == 0 ? 1 : g.block[rank - 1];
   const int64_t kc = rank == 0 ? 1 : g.count[rank - 1];
-  // amax of every block, by bit pattern.
-  std::vector<uint32_t> amax(g.size, 0);
-  ForEachRow(extents, g, [&](int64_t r, int64_t base) {
-    const float* row = x + r * k;
-    for (int64_t c = 0; c < kc; ++c) {
-      const int64_t n = std::min(kb, k - c * kb);
-      uint32_t& a = amax[base + c];
-      a = std::max(a, AbsMaxBits(row + c * kb, n));
-    }
-  });
   const bool fp4 = recipe != FamilyRecipe::kFP8;
-  // The divisor of each block: x / divisor[b] is the element before rounding.
+  const bool recip = recipe == FamilyRecipe::kNVFP4TSRecip;
+
+  // nvfp4_ts*: the tensor scale first, from every value.
+  float tensor_scale = 0;
+  if (fp4) {
+    const uint32_t bits = AbsMaxBits(x, total);
+    const float at = qd::FromBits(bits);
+    tensor_scale = bits == 0 ? 1.0f : (recip ? 2688.0f / at : at / 2688.0f);
+  }
+  const float gs = tensor_scale;
+
+  // Rows go in bands whose blocks no other band touches: a band is the rows
+  // of one block of mode rank-2 where every earlier mode has blocks of 1, so
+  // each band is read once from memory and again from cache. Otherwise (a
+  // whole or blocked earlier mode) the band is every row.
+  bool banded = rank >= 2;
+  for (int m = 0; m + 2 < rank; ++m) banded = banded && g.block[m] == 1;
+  const int64_t band_rows = banded ? g.block[rank - 2] : rows;
+  const int64_t mode_rows = rank >= 2 ? extents[rank - 2] : 1;
+
+  std::vector<uint32_t> amax(g.size, 0);
   std::vector<float> divisor(g.size);
   std::vector<uint8_t> zero_block(g.size, 0);
-  float tensor_scale = 0;
-  if (recipe == FamilyRecipe::kFP8) {
-    for (int64_t b = 0; b < g.size; ++b) {
-      const float a = qd::FromBits(amax[b]);
-      const float s = amax[b] == 0 ? 1.0f : a / 448.0f;
-      divisor[b] = s;
-      std::memcpy(scales + 4 * b, &s, 4);
+  std::vector<uint8_t> codes(fp4 ? k : 0);
+  // The grid index of row r's first block.
+  std::vector<int64_t> coord(rank, 0);
+  const auto row_base = [&](int64_t r) {
+    int64_t base = 0, rest = r;
+    for (int m = rank - 2; m >= 0; --m) {
+      const int64_t c = rest % extents[m];
+      rest /= extents[m];
+      base += c / g.block[m] * g.stride[m];
     }
-  } else {
-    const uint32_t tensor_bits =
-        amax.empty() ? 0 : *std::max_element(amax.begin(), amax.end());
-    const float at = qd::FromBits(tensor_bits);
-    const bool recip = recipe == FamilyRecipe::kNVFP4TSRecip;
-    tensor_scale =
-        tensor_bits == 0 ? 1.0f : (recip ? 2688.0f / at : at / 2688.0f);
-    const float gs = tensor_scale;
-    for (int64_t b = 0; b < g.size; ++b) {
+    return base;
+  };
+  int64_t r = 0;
+  while (r < rows) {
+    // The band: up to the next block boundary of mode rank-2.
+    int64_t end = rows;
+    if (banded) {
+      const int64_t in_mode = r % mode_rows;
+      end = r + std::min(band_rows - in_mode % band_rows, mode_rows - in_mode);
+    }
+    const int64_t first_block = banded ? row_base(r) : 0;
+    const int64_t last_block = banded ? first_block + kc : g.size;
+    for (int64_t i = r; i < end; ++i) {
+      const float* row = x + i * k;
+      const int64_t base = banded ? first_block : row_base(i);
+      for (int64_t c = 0; c < kc; ++c) {
+        const int64_t n = std::min(kb, k - c * kb);
+        uint32_t& a = amax[base + c];
+        a = std::max(a, AbsMaxBits(row + c * kb, n));
+      }
+    }
+    for (int64_t b = first_block; b < last_block; ++b) {
       const float a = qd::FromBits(amax[b]);
+      if (!fp4) {
+        const float s = amax[b] == 0 ? 1.0f : a / 448.0f;
+        divisor[b] = s;
+        std::memcpy(scales + 4 * b, &s, 4);
+        continue;
+      }
       const uint8_t code =
           qd::E4M3Code(recip ? a * gs / 6.0f : a / (6.0f * gs));
       scales[b] = code;
-      const float sb = E4M3Value(code);
       zero_block[b] = (code & 0x7Fu) == 0;
-      // recip: x * g' / s_b; else x / (s_b * g). The element loop divides
-      // by divisor after multiplying by `pre`.
-      divisor[b] = recip ? sb : sb * gs;
+      // x / (s_b * g), or x * g' / s_b.
+      divisor[b] = recip ? E4M3Value(code) : E4M3Value(code) * gs;
     }
-  }
-  const bool multiply_first = recipe == FamilyRecipe::kNVFP4TSRecip;
-  const float pre = tensor_scale;
-  std::vector<uint8_t> codes(fp4 ? k : 0);
-  ForEachRow(extents, g, [&](int64_t r, int64_t base) {
-    const float* row = x + r * k;
-    uint8_t* out = fp4 ? codes.data() : values + r * k;
-    for (int64_t c = 0; c < kc; ++c) {
-      const int64_t begin = c * kb, end = std::min(k, begin + kb);
-      const float s = divisor[base + c];
-      if (!fp4) {
-        for (int64_t i = begin; i < end; ++i) out[i] = qd::E4M3Code(row[i] / s);
-      } else if (zero_block[base + c]) {
-        for (int64_t i = begin; i < end; ++i) {
-          out[i] = static_cast<uint8_t>((qd::Bits(row[i]) >> 28) & 0x8u);
+    for (int64_t i = r; i < end; ++i) {
+      const float* row = x + i * k;
+      const int64_t base = banded ? first_block : row_base(i);
+      uint8_t* out = fp4 ? codes.data() : values + i * k;
+      for (int64_t c = 0; c < kc; ++c) {
+        const int64_t begin = c * kb, stop = std::min(k, begin + kb);
+        const float s = divisor[base + c];
+        if (fp4 && zero_block[base + c]) {
+          for (int64_t j = begin; j < stop; ++j) {
+            out[j] = static_cast<uint8_t>((qd::Bits(row[j]) >> 28) & 0x8u);
+          }
+        } else {
+          EncodeDivided(fp4, row + begin, stop - begin, recip ? gs : 1.0f, s,
+                        out + begin);
         }
-      } else if (multiply_first) {
-        for (int64_t i = begin; i < end; ++i) {
-          out[i] = qd::E2M1Code(row[i] * pre / s);
-        }
-      } else {
-        for (int64_t i = begin; i < end; ++i) out[i] = qd::E2M1Code(row[i] / s);
       }
+      if (fp4) PackNibbles(codes.data(), k, i * k, values);
     }
-    if (fp4) {
-      for (int64_t i = 0; i < k; ++i) PutNibble(values, r * k + i, codes[i]);
-    }
-  });
+    r = end;
+  }
   return tensor_scale;
 }
 

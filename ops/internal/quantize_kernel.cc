@@ -234,6 +234,49 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
   }
 }
 
+// codes[i] = the e2m1 (kFP4) or e4m3 code of x[i] * pre / divisor (x[i] /
+// divisor where pre is 1, which is exact), one byte each.
+template <bool kFP4>
+HWY_INLINE void EncodeDividedT(const float* HWY_RESTRICT x, int64_t n,
+                               float pre, float divisor,
+                               uint8_t* HWY_RESTRICT codes) {
+  const DF df;
+  const DI di;
+  const D8 d8;
+  constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(df));
+  const bool multiply = pre != 1.0f;
+  const VF vp = hn::Set(df, pre);
+  const VF vd = hn::Set(df, divisor);
+  const VI abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
+  const VI inf = hn::Set(di, static_cast<int32_t>(qd::kInfBits));
+  int64_t i = 0;
+  for (; i + kN <= n; i += kN) {
+    VF v = hn::LoadU(df, x + i);
+    if (multiply) v = hn::Mul(v, vp);
+    const VI bits = hn::BitCast(di, hn::Div(v, vd));
+    const VI a = hn::And(bits, abs_mask);
+    VI code = EncodeElements<kFP4>(hn::BitCast(df, a), bits);
+    // NaN (a above infinity's bits): 0 for e2m1, 0x7F with its sign for
+    // e4m3. Infinities saturate in EncodeElements.
+    const VI nan_code =
+        kFP4 ? hn::Zero(di)
+             : hn::Or(hn::Set(di, 0x7F),
+                      hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
+    code = hn::IfThenElse(hn::Gt(a, inf), nan_code, code);
+    hn::StoreU(hn::DemoteTo(d8, code), d8, codes + i);
+  }
+  for (; i < n; ++i) {
+    const float y = multiply ? x[i] * pre / divisor : x[i] / divisor;
+    codes[i] = kFP4 ? qd::E2M1Code(y) : qd::E4M3Code(y);
+  }
+}
+
+void EncodeDividedSimd(int fp4, const float* x, int64_t n, float pre,
+                       float divisor, uint8_t* codes) {
+  if (fp4) return EncodeDividedT<true>(x, n, pre, divisor, codes);
+  return EncodeDividedT<false>(x, n, pre, divisor, codes);
+}
+
 void QuantizeBlocksSimd(int format, const float* src, int64_t blocks,
                         uint8_t* values, uint8_t* scales) {
   switch (format) {
@@ -256,6 +299,12 @@ namespace strata {
 namespace ops_internal {
 
 HWY_EXPORT(QuantizeBlocksSimd);
+HWY_EXPORT(EncodeDividedSimd);
+
+void EncodeDivided(bool fp4, const float* x, int64_t n, float pre,
+                   float divisor, uint8_t* codes) {
+  HWY_DYNAMIC_DISPATCH(EncodeDividedSimd)(fp4, x, n, pre, divisor, codes);
+}
 
 void QuantizeBlocks(QuantFormat f, const float* src, int64_t blocks,
                     uint8_t* values, uint8_t* scales) {

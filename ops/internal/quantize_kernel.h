@@ -50,6 +50,13 @@ void QuantizeBlocks(QuantFormat f, const float* src, int64_t blocks,
 void QuantizeBlocksScalar(QuantFormat f, const float* src, int64_t blocks,
                           uint8_t* values, uint8_t* scales);
 
+// codes[i] = the e2m1 (fp4) or e4m3 code of x[i] * pre / divisor in float32
+// (x[i] / divisor where pre is 1), one byte each, as quantize_detail's
+// E2M1Code / E4M3Code: to nearest even, saturating, NaN 0 (e2m1) or 0x7F with
+// its sign (e4m3). The best SIMD path of this CPU, chosen at run time.
+void EncodeDivided(bool fp4, const float* x, int64_t n, float pre,
+                   float divisor, uint8_t* codes);
+
 }  // namespace ops_internal
 }  // namespace strata
 
