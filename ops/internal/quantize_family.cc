@@ -16,14 +16,6 @@ namespace {
 
 namespace qd = quantize_detail;
 
-// The value of any e4m3 code (NaN for 0x7F and 0xFF).
-float E4M3Value(uint8_t code) {
-  const uint32_t magnitude = code & 0x7Fu;
-  if (magnitude == 0x7F) return NAN;
-  const float v = qd::DecodeE4M3(magnitude);
-  return code & 0x80u ? -v : v;
-}
-
 // The largest |x| of n values by bit pattern (NaN above infinity).
 inline uint32_t AbsMaxBits(const float* x, int64_t n) {
   uint32_t m = 0;
@@ -79,54 +71,24 @@ Grid MakeGrid(absl::Span<const int64_t> extents,
   return g;
 }
 
-// q8_0 and q4_0: blocks of 32 consecutive values.
+// q8_0 and q4_0: blocks of 32 consecutive values, a chunk of blocks at a
+// time (the q4_0 codes pass through a small buffer to be packed).
 void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
                   uint8_t* values, uint8_t* scales) {
-  constexpr int kBlock = 32;
-  uint8_t codes[kBlock];
-  for (int64_t blk = 0; blk * kBlock < total; ++blk) {
-    const float* v = x + blk * kBlock;
-    float d;
-    if (recipe == FamilyRecipe::kQ8_0) {
-      d = qd::FromBits(AbsMaxBits(v, kBlock)) / 127.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      int8_t* q = reinterpret_cast<int8_t*>(values) + blk * kBlock;
-      for (int j = 0; j < kBlock; ++j) {
-        // roundf (half away from zero) without a call: t - trunc(t) is exact.
-        const float t = v[j] * id;
-        const float r = std::trunc(t);
-        const float away =
-            std::fabs(t - r) >= 0.5f ? std::copysign(1.0f, t) : 0.0f;
-        // |t| <= 127 but where 1/d overflowed (a subnormal d); clamped there.
-        const float c = std::min(127.0f, std::max(-127.0f, r + away));
-        q[j] = static_cast<int8_t>(t == t ? static_cast<int32_t>(c) : 0);
-      }
-    } else {
-      // ggml's v: the first x of largest |x|, NaN never replacing.
-      uint32_t amax = 0;
-      for (int j = 0; j < kBlock; ++j) {
-        const uint32_t a = qd::Bits(v[j]) & qd::kAbsMask;
-        amax = std::max(amax, a > qd::kInfBits ? 0u : a);
-      }
-      float max = 0.0f;
-      for (int j = 0; amax != 0 && j < kBlock; ++j) {
-        if ((qd::Bits(v[j]) & qd::kAbsMask) == amax) {
-          max = v[j];
-          break;
-        }
-      }
-      d = max / -8.0f;
-      const float id = d != 0.0f ? 1.0f / d : 0.0f;
-      for (int j = 0; j < kBlock; ++j) {
-        // t lies in [0, 16.5] but where 1/d overflowed; clamped there.
-        const float t = v[j] * id + 8.5f;
-        const float c = std::min(15.0f, std::max(0.0f, t));
-        codes[j] = static_cast<uint8_t>(t == t ? static_cast<int32_t>(c) : 8);
-      }
-      PackNibbles(codes, kBlock, blk * kBlock, values);
+  constexpr int64_t kBlock = 32, kChunk = 256;
+  const bool q4 = recipe == FamilyRecipe::kQ4_0;
+  std::vector<uint8_t> codes(q4 ? kChunk * kBlock : 0);
+  float d[kChunk];
+  const int64_t blocks = total / kBlock;
+  for (int64_t first = 0; first < blocks; first += kChunk) {
+    const int64_t n = std::min(kChunk, blocks - first);
+    uint8_t* out = q4 ? codes.data() : values + first * kBlock;
+    QuantizeGgmlBlocks(q4, x + first * kBlock, n, out, d);
+    if (q4) PackNibbles(out, n * kBlock, first * kBlock, values);
+    for (int64_t b = 0; b < n; ++b) {
+      const uint16_t h = FloatToHalf(d[b]);
+      std::memcpy(scales + 2 * (first + b), &h, 2);
     }
-    const uint16_t h = FloatToHalf(d);
-    std::memcpy(scales + 2 * blk, &h, 2);
   }
 }
 
@@ -172,10 +134,8 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
 
   std::vector<uint32_t> amax(g.size, 0);
   std::vector<float> divisor(g.size);
-  std::vector<uint8_t> zero_block(g.size, 0);
   std::vector<uint8_t> codes(fp4 ? k : 0);
   // The grid index of row r's first block.
-  std::vector<int64_t> coord(rank, 0);
   const auto row_base = [&](int64_t r) {
     int64_t base = 0, rest = r;
     for (int m = rank - 2; m >= 0; --m) {
@@ -198,42 +158,32 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
     for (int64_t i = r; i < end; ++i) {
       const float* row = x + i * k;
       const int64_t base = banded ? first_block : row_base(i);
-      for (int64_t c = 0; c < kc; ++c) {
-        const int64_t n = std::min(kb, k - c * kb);
-        uint32_t& a = amax[base + c];
-        a = std::max(a, AbsMaxBits(row + c * kb, n));
-      }
+      // The whole blocks, then a ragged last one.
+      const int64_t whole = k / kb;
+      BlockAbsMax(row, whole, kb, &amax[base]);
+      if (whole < kc)
+        BlockAbsMax(row + whole * kb, 1, k - whole * kb, &amax[base + whole]);
     }
-    for (int64_t b = first_block; b < last_block; ++b) {
-      const float a = qd::FromBits(amax[b]);
-      if (!fp4) {
-        const float s = amax[b] == 0 ? 1.0f : a / 448.0f;
+    if (fp4) {
+      BlockScales(recip, &amax[first_block], last_block - first_block, gs,
+                  scales + first_block, &divisor[first_block]);
+    } else {
+      for (int64_t b = first_block; b < last_block; ++b) {
+        const float s = amax[b] == 0 ? 1.0f : qd::FromBits(amax[b]) / 448.0f;
         divisor[b] = s;
         std::memcpy(scales + 4 * b, &s, 4);
-        continue;
       }
-      const uint8_t code =
-          qd::E4M3Code(recip ? a * gs / 6.0f : a / (6.0f * gs));
-      scales[b] = code;
-      zero_block[b] = (code & 0x7Fu) == 0;
-      // x / (s_b * g), or x * g' / s_b.
-      divisor[b] = recip ? E4M3Value(code) : E4M3Value(code) * gs;
     }
     for (int64_t i = r; i < end; ++i) {
       const float* row = x + i * k;
       const int64_t base = banded ? first_block : row_base(i);
       uint8_t* out = fp4 ? codes.data() : values + i * k;
-      for (int64_t c = 0; c < kc; ++c) {
-        const int64_t begin = c * kb, stop = std::min(k, begin + kb);
-        const float s = divisor[base + c];
-        if (fp4 && zero_block[base + c]) {
-          for (int64_t j = begin; j < stop; ++j) {
-            out[j] = static_cast<uint8_t>((qd::Bits(row[j]) >> 28) & 0x8u);
-          }
-        } else {
-          EncodeDivided(fp4, row + begin, stop - begin, recip ? gs : 1.0f, s,
-                        out + begin);
-        }
+      const int64_t whole = k / kb;
+      const float pre = recip ? gs : 1.0f;
+      EncodeBlocks(fp4, row, whole, kb, pre, &divisor[base], out);
+      if (whole < kc) {
+        EncodeBlocks(fp4, row + whole * kb, 1, k - whole * kb, pre,
+                     &divisor[base + whole], out + whole * kb);
       }
       if (fp4) PackNibbles(codes.data(), k, i * k, values);
     }

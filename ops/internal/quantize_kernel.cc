@@ -10,6 +10,7 @@
 #define STRATA_OPS_INTERNAL_QUANTIZE_KERNEL_SHARED_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -35,10 +36,11 @@ using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
 // Element codes (magnitude | sign) of y >= 0 (finite) with the sign of `bits`.
-template <bool kFP4>
-HWY_INLINE VI EncodeElements(VF y, VI bits) {
-  const DF df;
-  const DI di;
+template <bool kFP4, class D>
+HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
+    D df, hn::Vec<D> y, hn::Vec<hn::RebindToSigned<D>> bits) {
+  using VI = hn::Vec<hn::RebindToSigned<D>>;
+  const hn::RebindToSigned<D> di;
   const VI a = hn::BitCast(di, y);
   VI sub, normal, code;
   if (kFP4) {
@@ -67,6 +69,11 @@ HWY_INLINE VI EncodeElements(VF y, VI bits) {
   const VI sign = hn::ShiftRight<24>(
       hn::And(bits, hn::Set(di, static_cast<int32_t>(0x80000000u))));
   return hn::Or(code, hn::And(sign, hn::Set(di, 0x80)));
+}
+
+template <bool kFP4>
+HWY_INLINE VI EncodeElements(VF y, VI bits) {
+  return EncodeElementsOf<kFP4>(DF(), y, bits);
 }
 
 template <int kFormat>
@@ -234,47 +241,217 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
   }
 }
 
-// codes[i] = the e2m1 (kFP4) or e4m3 code of x[i] * pre / divisor (x[i] /
-// divisor where pre is 1, which is exact), one byte each.
+// The family's kernels (NOTE [ The family's quantization arithmetic ] in
+// quantize_family.h) at the full vector width of the target.
+using DW = hn::ScalableTag<float>;
+using DWI = hn::RebindToSigned<DW>;
+
+// The code of each lane of v * pre / divisor (v / divisor where `multiply`
+// is false): e2m1 or e4m3, NaN 0 (e2m1) or 0x7F with its sign (e4m3).
 template <bool kFP4>
-HWY_INLINE void EncodeDividedT(const float* HWY_RESTRICT x, int64_t n,
-                               float pre, float divisor,
-                               uint8_t* HWY_RESTRICT codes) {
-  const DF df;
-  const DI di;
-  const D8 d8;
-  constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(df));
+HWY_INLINE hn::Vec<DWI> EncodeLanes(hn::Vec<DW> v, bool multiply,
+                                    hn::Vec<DW> pre, hn::Vec<DW> divisor) {
+  const DW df;
+  const DWI di;
+  if (multiply) v = hn::Mul(v, pre);
+  const auto bits = hn::BitCast(di, hn::Div(v, divisor));
+  const auto a = hn::And(bits, hn::Set(di, static_cast<int32_t>(qd::kAbsMask)));
+  const auto code = EncodeElementsOf<kFP4>(df, hn::BitCast(df, a), bits);
+  const auto nan_code =
+      kFP4 ? hn::Zero(di)
+           : hn::Or(hn::Set(di, 0x7F),
+                    hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
+  return hn::IfThenElse(
+      hn::Gt(a, hn::Set(di, static_cast<int32_t>(qd::kInfBits))), nan_code,
+      code);
+}
+
+// codes[i] for `blocks` runs of `block` values, block b divided by
+// divisors[b] (after the product by pre, where pre is not 1).
+template <bool kFP4>
+HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
+                              int64_t block, float pre,
+                              const float* HWY_RESTRICT divisors,
+                              uint8_t* HWY_RESTRICT codes) {
+  const DW df;
+  const hn::Rebind<uint8_t, DW> d8;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const bool multiply = pre != 1.0f;
-  const VF vp = hn::Set(df, pre);
-  const VF vd = hn::Set(df, divisor);
-  const VI abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
-  const VI inf = hn::Set(di, static_cast<int32_t>(qd::kInfBits));
-  int64_t i = 0;
-  for (; i + kN <= n; i += kN) {
-    VF v = hn::LoadU(df, x + i);
-    if (multiply) v = hn::Mul(v, vp);
-    const VI bits = hn::BitCast(di, hn::Div(v, vd));
-    const VI a = hn::And(bits, abs_mask);
-    VI code = EncodeElements<kFP4>(hn::BitCast(df, a), bits);
-    // NaN (a above infinity's bits): 0 for e2m1, 0x7F with its sign for
-    // e4m3. Infinities saturate in EncodeElements.
-    const VI nan_code =
-        kFP4 ? hn::Zero(di)
-             : hn::Or(hn::Set(di, 0x7F),
-                      hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
-    code = hn::IfThenElse(hn::Gt(a, inf), nan_code, code);
-    hn::StoreU(hn::DemoteTo(d8, code), d8, codes + i);
-  }
-  for (; i < n; ++i) {
-    const float y = multiply ? x[i] * pre / divisor : x[i] / divisor;
-    codes[i] = kFP4 ? qd::E2M1Code(y) : qd::E4M3Code(y);
+  const auto vp = hn::Set(df, pre);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* p = x + b * block;
+    uint8_t* out = codes + b * block;
+    const auto vd = hn::Set(df, divisors[b]);
+    int64_t i = 0;
+    for (; i + n <= block; i += n) {
+      const auto code =
+          EncodeLanes<kFP4>(hn::LoadU(df, p + i), multiply, vp, vd);
+      hn::StoreU(hn::DemoteTo(d8, code), d8, out + i);
+    }
+    for (; i < block; ++i) {
+      const float y = multiply ? p[i] * pre / divisors[b] : p[i] / divisors[b];
+      out[i] = kFP4 ? qd::E2M1Code(y) : qd::E4M3Code(y);
+    }
   }
 }
 
-void EncodeDividedSimd(int fp4, const float* x, int64_t n, float pre,
-                       float divisor, uint8_t* codes) {
-  if (fp4) return EncodeDividedT<true>(x, n, pre, divisor, codes);
-  return EncodeDividedT<false>(x, n, pre, divisor, codes);
+void EncodeBlocksSimd(int fp4, const float* x, int64_t blocks, int64_t block,
+                      float pre, const float* divisors, uint8_t* codes) {
+  if (fp4) return EncodeBlocksT<true>(x, blocks, block, pre, divisors, codes);
+  return EncodeBlocksT<false>(x, blocks, block, pre, divisors, codes);
+}
+
+// nvfp4_ts* block scales from the block amax bits: codes[b] =
+// e4m3(amax_b / (6 * g)), or e4m3(amax_b * g' / 6) (recip), and the divisor
+// of block b's elements: s_b * g, or s_b (recip); +inf where s_b is 0, NaN
+// where it is NaN.
+void BlockScalesSimd(int recip, const uint32_t* HWY_RESTRICT amax, int64_t n,
+                     float g, uint8_t* HWY_RESTRICT codes,
+                     float* HWY_RESTRICT divisors) {
+  const DW df;
+  const DWI di;
+  const hn::Rebind<uint8_t, DW> d8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto vg = hn::Set(df, g);
+  const auto six_g = hn::Set(df, 6.0f * g);
+  int64_t b = 0;
+  for (; b + lanes <= n; b += lanes) {
+    const auto a = hn::BitCast(
+        df, hn::LoadU(di, reinterpret_cast<const int32_t*>(amax + b)));
+    const auto q =
+        recip ? hn::Div(hn::Mul(a, vg), hn::Set(df, 6.0f)) : hn::Div(a, six_g);
+    const auto qb = hn::BitCast(di, q);
+    const auto code = hn::IfThenElse(
+        hn::Gt(qb, hn::Set(di, static_cast<int32_t>(qd::kInfBits))),
+        hn::Set(di, 0x7F), EncodeElementsOf<false>(df, q, qb));
+    hn::StoreU(hn::DemoteTo(d8, code), d8, codes + b);
+    // The value of the (non-negative) code: 2^(e-7) * 1.m, or m * 2^-9.
+    const auto e = hn::ShiftRight<3>(code);
+    const auto m = hn::And(code, hn::Set(di, 7));
+    const auto normal =
+        hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
+                               hn::ShiftLeft<20>(m)));
+    const auto sub = hn::Mul(hn::ConvertTo(df, m), hn::Set(df, 0x1p-9f));
+    const auto as_float = [&](auto mask) { return hn::RebindMask(df, mask); };
+    auto value = hn::IfThenElse(as_float(hn::Eq(e, hn::Zero(di))), sub, normal);
+    value = hn::IfThenElse(as_float(hn::Eq(code, hn::Set(di, 0x7F))),
+                           hn::Set(df, NAN), value);
+    auto divisor = recip ? value : hn::Mul(value, vg);
+    divisor = hn::IfThenElse(as_float(hn::Eq(code, hn::Zero(di))),
+                             hn::Set(df, INFINITY), divisor);
+    hn::StoreU(divisor, df, divisors + b);
+  }
+  for (; b < n; ++b) {
+    const float a = qd::FromBits(amax[b]);
+    const uint8_t code = qd::E4M3Code(recip ? a * g / 6.0f : a / (6.0f * g));
+    codes[b] = code;
+    const float value = code == 0x7F ? NAN : qd::DecodeE4M3(code);
+    divisors[b] = code == 0 ? INFINITY : (recip ? value : value * g);
+  }
+}
+
+// amax[b] = max(amax[b], the largest |x| bits of block b).
+void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
+                     uint32_t* HWY_RESTRICT amax) {
+  const DW df;
+  const DWI di;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
+  const auto abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* p = x + b * block;
+    auto m = hn::Zero(di);
+    int64_t i = 0;
+    for (; i + n <= block; i += n) {
+      m = hn::Max(m, hn::And(hn::BitCast(di, hn::LoadU(df, p + i)), abs_mask));
+    }
+    uint32_t r = static_cast<uint32_t>(hn::GetLane(hn::MaxOfLanes(di, m)));
+    for (; i < block; ++i) r = std::max(r, qd::Bits(p[i]) & qd::kAbsMask);
+    amax[b] = std::max(amax[b], r);
+  }
+}
+
+// q8_0 and q4_0 (ggml's reference rows) for blocks of 32: the codes (int8,
+// or uint4 one per byte) and d per block.
+void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
+                      uint8_t* HWY_RESTRICT codes, float* HWY_RESTRICT d_out) {
+  const DW df;
+  const DWI di;
+  const hn::Rebind<int8_t, DW> d8;
+  const hn::Rebind<uint8_t, DW> du8;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
+  const auto abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
+  const auto inf = hn::Set(di, static_cast<int32_t>(qd::kInfBits));
+  constexpr int64_t kBlock = 32;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* p = x + b * kBlock;
+    uint8_t* out = codes + b * kBlock;
+    // amax by bits; for q4_0 NaN never counts (ggml's comparison).
+    auto m = hn::Zero(di);
+    int64_t i = 0;
+    for (; i + n <= kBlock; i += n) {
+      auto a = hn::And(hn::BitCast(di, hn::LoadU(df, p + i)), abs_mask);
+      if (q4) a = hn::IfThenZeroElse(hn::Gt(a, inf), a);
+      m = hn::Max(m, a);
+    }
+    uint32_t amax = static_cast<uint32_t>(hn::GetLane(hn::MaxOfLanes(di, m)));
+    for (; i < kBlock; ++i) {
+      const uint32_t a = qd::Bits(p[i]) & qd::kAbsMask;
+      amax = std::max(amax, q4 && a > qd::kInfBits ? 0u : a);
+    }
+    float d;
+    if (q4) {
+      float max = 0.0f;  // The first x of largest |x|; +0 for a zero block.
+      for (int64_t j = 0; amax != 0 && j < kBlock; ++j) {
+        if ((qd::Bits(p[j]) & qd::kAbsMask) == amax) {
+          max = p[j];
+          break;
+        }
+      }
+      d = max / -8.0f;
+    } else {
+      d = qd::FromBits(amax) / 127.0f;
+    }
+    d_out[b] = d;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    const auto vid = hn::Set(df, id);
+    for (i = 0; i + n <= kBlock; i += n) {
+      const auto t = hn::Mul(hn::LoadU(df, p + i), vid);
+      if (q4) {
+        // min(15, trunc(t + 8.5)); a NaN sum is 8, clamped at 0 below.
+        const auto u = hn::Add(t, hn::Set(df, 8.5f));
+        auto c = hn::Min(hn::Set(df, 15.0f), hn::Max(hn::Zero(df), u));
+        c = hn::IfThenElse(hn::Eq(u, u), c, hn::Set(df, 8.0f));
+        hn::StoreU(hn::DemoteTo(du8, hn::ConvertTo(di, c)), du8, out + i);
+      } else {
+        // Half away from zero: t - trunc(t) is exact.
+        const auto r = hn::Trunc(t);
+        const auto away = hn::IfThenElseZero(
+            hn::Ge(hn::Abs(hn::Sub(t, r)), hn::Set(df, 0.5f)),
+            hn::CopySign(hn::Set(df, 1.0f), t));
+        auto c = hn::Min(hn::Set(df, 127.0f),
+                         hn::Max(hn::Set(df, -127.0f), hn::Add(r, away)));
+        c = hn::IfThenElseZero(hn::Eq(t, t), c);
+        hn::StoreU(hn::DemoteTo(d8, hn::ConvertTo(di, c)), d8,
+                   reinterpret_cast<int8_t*>(out + i));
+      }
+    }
+    for (; i < kBlock; ++i) {
+      const float t = p[i] * id;
+      if (q4) {
+        const float u = t + 8.5f;
+        out[i] = u == u
+                     ? static_cast<uint8_t>(std::min(15.0f, std::max(0.0f, u)))
+                     : 8;
+      } else {
+        const float r = std::trunc(t);
+        const float c =
+            std::min(127.0f, std::max(-127.0f, r + (std::fabs(t - r) >= 0.5f
+                                                        ? std::copysign(1.0f, t)
+                                                        : 0.0f)));
+        out[i] = static_cast<uint8_t>(t == t ? static_cast<int8_t>(c) : 0);
+      }
+    }
+  }
 }
 
 void QuantizeBlocksSimd(int format, const float* src, int64_t blocks,
@@ -299,11 +476,30 @@ namespace strata {
 namespace ops_internal {
 
 HWY_EXPORT(QuantizeBlocksSimd);
-HWY_EXPORT(EncodeDividedSimd);
+HWY_EXPORT(EncodeBlocksSimd);
+HWY_EXPORT(BlockAbsMaxSimd);
+HWY_EXPORT(BlockScalesSimd);
 
-void EncodeDivided(bool fp4, const float* x, int64_t n, float pre,
-                   float divisor, uint8_t* codes) {
-  HWY_DYNAMIC_DISPATCH(EncodeDividedSimd)(fp4, x, n, pre, divisor, codes);
+void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
+                 uint8_t* codes, float* divisors) {
+  HWY_DYNAMIC_DISPATCH(BlockScalesSimd)(recip, amax, n, g, codes, divisors);
+}
+HWY_EXPORT(QuantizeGgmlSimd);
+
+void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
+                  float pre, const float* divisors, uint8_t* codes) {
+  HWY_DYNAMIC_DISPATCH(EncodeBlocksSimd)
+  (fp4, x, blocks, block, pre, divisors, codes);
+}
+
+void BlockAbsMax(const float* x, int64_t blocks, int64_t block,
+                 uint32_t* amax) {
+  HWY_DYNAMIC_DISPATCH(BlockAbsMaxSimd)(x, blocks, block, amax);
+}
+
+void QuantizeGgmlBlocks(bool q4, const float* x, int64_t blocks, uint8_t* codes,
+                        float* d) {
+  HWY_DYNAMIC_DISPATCH(QuantizeGgmlSimd)(q4, x, blocks, codes, d);
 }
 
 void QuantizeBlocks(QuantFormat f, const float* src, int64_t blocks,

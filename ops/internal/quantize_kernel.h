@@ -50,12 +50,30 @@ void QuantizeBlocks(QuantFormat f, const float* src, int64_t blocks,
 void QuantizeBlocksScalar(QuantFormat f, const float* src, int64_t blocks,
                           uint8_t* values, uint8_t* scales);
 
-// codes[i] = the e2m1 (fp4) or e4m3 code of x[i] * pre / divisor in float32
-// (x[i] / divisor where pre is 1), one byte each, as quantize_detail's
-// E2M1Code / E4M3Code: to nearest even, saturating, NaN 0 (e2m1) or 0x7F with
-// its sign (e4m3). The best SIMD path of this CPU, chosen at run time.
-void EncodeDivided(bool fp4, const float* x, int64_t n, float pre,
-                   float divisor, uint8_t* codes);
+// The block-scaled family's kernels (NOTE [ The family's quantization
+// arithmetic ] in quantize_family.h), each the best SIMD path of this CPU,
+// chosen at run time.
+//
+// EncodeBlocks: codes[i] for `blocks` consecutive runs of `block` values,
+// the e2m1 (fp4) or e4m3 code of x * pre / divisors[b] in float32 (x /
+// divisors[b] where pre is 1), one byte each: to nearest even, saturating,
+// NaN 0 (e2m1) or 0x7F with its sign (e4m3).
+void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
+                  float pre, const float* divisors, uint8_t* codes);
+// BlockAbsMax: amax[b] = max(amax[b], the largest |x| bit pattern of block
+// b) for `blocks` consecutive runs of `block` values.
+void BlockAbsMax(const float* x, int64_t blocks, int64_t block, uint32_t* amax);
+// BlockScales: nvfp4_ts* block scales from block amax bits (n blocks):
+// codes[b] = e4m3(amax_b / (6 * g)), or e4m3(amax_b * g' / 6) where recip,
+// and the divisor of block b's elements: s_b * g, or s_b (recip); +inf where
+// s_b is 0 (x / inf is x's signed zero), NaN where s_b is NaN.
+void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
+                 uint8_t* codes, float* divisors);
+// QuantizeGgmlBlocks: q8_0 (q4 false: int8 codes) or q4_0 (uint4 codes, one
+// per byte) of `blocks` runs of 32 values, and d of each block (stored as
+// float16 by the caller).
+void QuantizeGgmlBlocks(bool q4, const float* x, int64_t blocks, uint8_t* codes,
+                        float* d);
 
 }  // namespace ops_internal
 }  // namespace strata
