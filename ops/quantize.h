@@ -40,7 +40,19 @@ enum class ScaleLayout : int { kRowMajor = 0, kSwizzled128x4 = 1 };
 inline constexpr int64_t kBlocksOfTheFormat = INT64_MIN;
 
 // Quantizes `src` (one subtensor of float32, float16 or bfloat16, any layout)
-// to `format` (mxfp8_e4m3, mxfp4 or nvfp4) with blocks of B consecutive values
+// to `format`, any block-scaled dtype Strata has the arithmetic of: the MX
+// formats and nvfp4 as below, and the family of ../shared/design/formats.md
+// (nvfp4_ts, nvfp4_ts_recip, fp8_e4m3_* and user-made float8_e4m3fn x float32
+// members of any blocks, q8_0, q4_0) by NOTE [ The family's quantization
+// arithmetic ] (ops/internal/quantize_family.h): values row-major, scales
+// row-major over the block grid (ceil(N/b) per mode, the last block partial
+// where the format is ragged; NOTE [ Ragged blocks ]) or, for nvfp4_ts*, in
+// the 128x4 tiles; nvfp4_ts*'s third level is its float32 tensor scale.
+// `blocked_dim` is the mode of a 1-D block the caller chooses (mxfp8_e4m3,
+// mxfp4, nvfp4, nvfp4_ts*, fp8_e4m3_block1x128), else kBlocksOfTheFormat
+// (q8_0 and q4_0 also take their last dim).
+//
+// For the MX formats and nvfp4: blocks of B consecutive values
 // along dim `blocked_dim`. Returns a new two-level Tensor over
 // fresh host carriers: values row-major with the blocked dim written (B, n/B)
 // (the same bytes in every scale layout), scales in `scale_layout`, and S_0 =
@@ -55,8 +67,8 @@ inline constexpr int64_t kBlocksOfTheFormat = INT64_MIN;
 // 0 for fp4). nvfp4: the scale s is max |v| / 6 rounded to nearest even e4m3
 // (saturating at 448; the NaN scale 0x7F for non-finite blocks); elements are
 // v / s rounded to nearest even of the exact quotient (22.5 with s = 4.5 is
-// 4.0, code 0x6), and every element of a block whose scale is 0 is a zero; its
-// per-tensor second-level scale is out of scope.
+// 4.0, code 0x6), and every element of a block whose scale is 0 is a zero
+// (nvfp4_ts adds the per-tensor second-level scale).
 //
 // Signed zeros: an element that is -0, or a negative value that rounds to
 // zero, is the negative zero (fp8 0x80, fp4 0x8), in all-zero blocks too. The
@@ -68,9 +80,12 @@ inline constexpr int64_t kBlocksOfTheFormat = INT64_MIN;
 //
 // Errors, all before anything is allocated: OneSubtensorRequired for a
 // multi-subtensor src; TypeError for a non-float src; ValueError for a format
-// that is not block-scaled, a blocked dim out of range or of an extent not
-// divisible by B, a carrier without host data, a scale layout that is not
-// one of the enumerators, and for kSwizzled128x4 a src of rank below 2, a
+// that is not block-scaled (or has no arithmetic here), a blocked dim out of
+// range or of an extent not divisible by B (where the format is not ragged),
+// a blocked dim given to a format that fixes its blocks, a carrier without
+// host data, a scale layout that is not one of the enumerators, and for
+// kSwizzled128x4 a format other than the 1-D float8-scaled ones, a src of
+// rank below 2, a
 // blocked dim that is not one of the last two, or padded sizes (Rp, Bp,
 // batches * Rp * Bp) that overflow int64. An empty src gives empty carriers.
 absl::StatusOr<Tensor> QuantizeBlockScaled(

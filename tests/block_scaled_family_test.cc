@@ -18,6 +18,7 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
+#include "ops/ops.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
 #include "views/views.h"
@@ -119,6 +120,22 @@ TEST(BlockScaledFamilyTest, EveryNameOfTheContractIsRegistered) {
   EXPECT_EQ(u4->bits(), 4);
   EXPECT_TRUE(u4->is_integer());
   EXPECT_FALSE(u4->is_signed());
+}
+
+TEST(BlockScaledFamilyTest, Uint4IsAStorageIntegerPackedLowNibbleFirst) {
+  auto carrier = *HostCarrier::Create(*dtypes::UInt4(), 5);
+  const Tensor t = *Tensor::Create(carrier, 0, L("5:1"));
+  ASSERT_TRUE(SetItem(t, IntTuple::Flat({1}), Scalar::Int(13)).ok());
+  ASSERT_TRUE(SetItem(t, IntTuple::Flat({4}), Scalar::Int(18)).ok());  // Wraps.
+  const auto* bytes = static_cast<const uint8_t*>(carrier->data());
+  EXPECT_EQ(bytes[0], 0xD0);  // Element 1 in the high nibble of byte 0.
+  EXPECT_EQ(bytes[2], 0x02);
+  EXPECT_EQ(GetItem(t, IntTuple::Flat({1}))->as_int(), 13);
+  auto f = Cast(t, *dtypes::Float32());
+  ASSERT_TRUE(f.ok()) << f.status();
+  EXPECT_EQ(GetItem(*f, IntTuple::Flat({1}))->as_double(), 13.0);
+  // Arithmetic computes in wider types only: uint4 is storage.
+  EXPECT_FALSE(Add(t, t).ok());
 }
 
 TEST(BlockScaledFamilyTest, TheFactoryMakesMembersAndRefusesNonsense) {

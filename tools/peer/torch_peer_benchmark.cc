@@ -19,6 +19,7 @@
 #include "layout/alloc_counter.h"
 #include "ops/dlpack.h"
 #include "ops/ops.h"
+#include "ops/quantize.h"
 #include "views/views.h"
 
 namespace strata {
@@ -141,6 +142,60 @@ void Squeeze_torch(benchmark::State& state) {
 }
 BENCHMARK(Squeeze_strata)->Name("Squeeze/strata");
 BENCHMARK(Squeeze_torch)->Name("Squeeze/torch");
+
+// --- Block-scaled views against libtorch's one-level view of the same rank ---
+// A 3-level nvfp4_ts Tensor (8,16,32,64) blocked along dim 3, and a
+// fp8_e4m3_block128x128 Tensor (2,4,256,256), quantized from float32; the
+// torch side is the same view of a one-level (8,16,32,64) float Tensor.
+
+Tensor Quantized(const CompoundDType* format, std::vector<int64_t> shape,
+                 int64_t blocked_dim) {
+  return *QuantizeBlockScaled(Touched(shape), *format, blocked_dim);
+}
+Tensor NVFP4TSRank4() {
+  static const Tensor* t =
+      new Tensor(Quantized(dtypes::NVFP4TS(), {8, 16, 32, 64}, 3));
+  return *t;
+}
+Tensor Block128Rank4() {
+  static const Tensor* t = new Tensor(Quantized(
+      dtypes::FP8E4M3Block128x128(), {2, 4, 256, 256}, kBlocksOfTheFormat));
+  return *t;
+}
+
+#define STRATA_BLOCK_VIEW_PAIR(name, make, strata_expr, torch_expr)       \
+  void name##_strata(benchmark::State& state) {                           \
+    const Tensor t = make();                                              \
+    if (const auto first = (strata_expr); !first.ok()) {                  \
+      state.SkipWithError(std::string(first.status().message()).c_str()); \
+      return;                                                             \
+    }                                                                     \
+    const int64_t before = testing::AllocationCount();                    \
+    for (auto _ : state) benchmark::DoNotOptimize(strata_expr);           \
+    ReportAllocs(state, before);                                          \
+  }                                                                       \
+  void name##_torch(benchmark::State& state) {                            \
+    const at::Tensor t = TorchRank4();                                    \
+    const int64_t before = testing::AllocationCount();                    \
+    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);            \
+    ReportAllocs(state, before);                                          \
+  }                                                                       \
+  BENCHMARK(name##_strata)->Name(#name "/strata");                        \
+  BENCHMARK(name##_torch)->Name(#name "/torch");
+
+STRATA_BLOCK_VIEW_PAIR(PermuteNVFP4TS, NVFP4TSRank4, Permute(t, kPerm),
+                       t.permute({3, 1, 2, 0}))
+STRATA_BLOCK_VIEW_PAIR(SliceNVFP4TS, NVFP4TSRank4, Slice(t, 1, 2, 14, 3),
+                       t.slice(1, 2, 14, 3))
+STRATA_BLOCK_VIEW_PAIR(UnsqueezeNVFP4TS, NVFP4TSRank4, Unsqueeze(t, 2),
+                       t.unsqueeze(2))
+STRATA_BLOCK_VIEW_PAIR(PermuteBlock128, Block128Rank4, Permute(t, kPerm),
+                       t.permute({3, 1, 2, 0}))
+// A tensor-parallel shard: rows [128, 256) of each matrix.
+STRATA_BLOCK_VIEW_PAIR(SliceBlock128, Block128Rank4, Slice(t, 2, 128, 256, 1),
+                       t.slice(2, 16, 32, 1))
+STRATA_BLOCK_VIEW_PAIR(UnsqueezeBlock128, Block128Rank4, Unsqueeze(t, 2),
+                       t.unsqueeze(2))
 
 // --- DLPack ------------------------------------------------------------------
 
