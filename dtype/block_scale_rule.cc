@@ -47,7 +47,9 @@ struct ScaleAnalysis {
 };
 
 // Appends leaf (e, d) to the coalesced pieces of the mode being read.
-void AddLeaf(int64_t e, int64_t d, std::vector<Piece>* scratch) {
+using Pieces = absl::InlinedVector<Piece, 16>;
+
+void AddLeaf(int64_t e, int64_t d, Pieces* scratch) {
   if (e == 1) return;
   if (!scratch->empty()) {
     Piece& last = scratch->back();
@@ -74,7 +76,7 @@ void ReadModes(const Layout& s0, const Layout& l0, ScaleAnalysis* out) {
   const int rank = shape.is_leaf() ? 1 : tokens[0];
   int token = shape.is_leaf() ? 0 : 1;
   int leaf = 0;
-  std::vector<Piece> scratch;
+  Pieces scratch;
   for (int i = 0; i < rank; ++i) {
     ModeScale mode;
     scratch.clear();
