@@ -580,6 +580,44 @@ absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
   return out;
 }
 
+absl::StatusOr<RowMajorBlockScaledLayouts> MakeRowMajorBlockScaledLayouts(
+    absl::Span<const int64_t> extents,
+    absl::Span<const int64_t> block_of_mode) {
+  const int64_t rank = static_cast<int64_t>(extents.size());
+  const auto times = [](int64_t a, int64_t b) {
+    int64_t p;
+    return CheckedMul(a, b, &p) ? p : 0;
+  };
+  std::vector<IntTuple> shape(rank), stride(rank);
+  std::vector<int64_t> domain(rank);
+  int64_t running = 1;
+  bool empty = false;
+  for (int64_t j = rank; j-- > 0;) {
+    const int64_t b = block_of_mode[j];
+    empty = empty || extents[j] == 0;
+    const IntTuple mode =
+        b == kWholeMode ? IntTuple(1) : ScaleGridMode(extents[j], b);
+    const int64_t count = mode.is_leaf() ? mode.value() : mode.leaves()[1];
+    domain[j] =
+        mode.is_leaf() ? count : times(mode.leaves()[0], mode.leaves()[1]);
+    shape[j] = mode;
+    stride[j] =
+        mode.is_leaf() ? IntTuple(running) : IntTuple::Tuple({0, running});
+    running = times(running, count);
+  }
+  RowMajorBlockScaledLayouts out;
+  out.scale_count = empty ? 0 : running;
+  STRATA_ASSIGN_OR_RETURN(
+      out.scales,
+      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(stride)));
+  STRATA_ASSIGN_OR_RETURN(
+      BlockScaledValueLayouts value,
+      MakeBlockScaledValueLayouts(extents, block_of_mode, domain));
+  out.values = std::move(value.values);
+  out.adjacent = std::move(value.adjacent);
+  return out;
+}
+
 absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
     absl::Span<const int64_t> extents, int64_t blocked_dim, int64_t block,
     absl::Span<const int64_t> scale_domain) {

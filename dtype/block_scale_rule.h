@@ -172,6 +172,21 @@ absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(
 // above): ceil(N/b) blocks, as (b/g, ceil(N/b)) where b does not divide N.
 IntTuple ScaleGridMode(int64_t extent, int64_t block);
 
+// Every level-0/1 layout of a block-scaled Tensor of `extents` whose scales
+// are row-major over the block grid (ceil(N/b) blocks per mode; 1 for a
+// whole mode, kWholeMode in `block_of_mode`): L_0 and S_0 as above, L_1 over
+// the grid with a ragged mode's merging leaf of stride 0, and the number of
+// scales (0 for an empty Tensor). What QuantizeBlockScaled and the checkpoint
+// readers build. Errors: those of Layout::Create.
+struct RowMajorBlockScaledLayouts {
+  Layout values;    // L_0
+  Layout adjacent;  // S_0
+  Layout scales;    // L_1
+  int64_t scale_count = 0;
+};
+absl::StatusOr<RowMajorBlockScaledLayouts> MakeRowMajorBlockScaledLayouts(
+    absl::Span<const int64_t> extents, absl::Span<const int64_t> block_of_mode);
+
 // The one-blocked-mode form of MakeBlockScaledValueLayouts: blocks of `block`
 // along `blocked_dim`, 1 on the other modes.
 absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(

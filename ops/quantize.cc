@@ -270,42 +270,23 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
 
   // Layouts: L_0 and S_0 by the blocks; L_1 row-major over the block grid
   // (a ragged mode's merging leaf of stride 0), or the 128x4 tiles.
-  const auto times = [](int64_t a, int64_t b) {
-    int64_t p;
-    return CheckedMul(a, b, &p) ? p : 0;
-  };
   ScaleGrid grid;
+  BlockScaledValueLayouts value_layouts;
   if (swizzled) {
     STRATA_ASSIGN_OR_RETURN(
         grid, PlanSwizzle(extents, blocked_dim,
                           extents[blocked_dim] / scaling.blocks[0]));
+    STRATA_ASSIGN_OR_RETURN(
+        value_layouts,
+        MakeBlockScaledValueLayouts(extents, block_of_mode, grid.domain));
   } else {
-    std::vector<IntTuple> shape(rank), stride(rank);
-    int64_t running = 1;
-    for (int64_t j = rank; j-- > 0;) {
-      const int64_t b = block_of_mode[j];
-      const IntTuple mode =
-          b == kWholeMode ? IntTuple(1) : ScaleGridMode(extents[j], b);
-      const int64_t count = mode.is_leaf() ? mode.value() : mode.leaves()[1];
-      shape[j] = mode;
-      stride[j] =
-          mode.is_leaf() ? IntTuple(running) : IntTuple::Tuple({0, running});
-      running = times(running, count);
-    }
-    grid.domain.resize(rank);
-    for (int64_t j = 0; j < rank; ++j) {
-      const IntTuple& mode = shape[j];
-      grid.domain[j] = mode.is_leaf()
-                           ? mode.value()
-                           : times(mode.leaves()[0], mode.leaves()[1]);
-    }
-    grid.scale_size = running;
-    STRATA_ASSIGN_OR_RETURN(grid.l1, Layout::Create(IntTuple::Tuple(shape),
-                                                    IntTuple::Tuple(stride)));
+    STRATA_ASSIGN_OR_RETURN(
+        RowMajorBlockScaledLayouts layouts,
+        MakeRowMajorBlockScaledLayouts(extents, block_of_mode));
+    grid.l1 = std::move(layouts.scales);
+    grid.scale_size = layouts.scale_count;
+    value_layouts = {std::move(layouts.values), std::move(layouts.adjacent)};
   }
-  STRATA_ASSIGN_OR_RETURN(
-      BlockScaledValueLayouts value_layouts,
-      MakeBlockScaledValueLayouts(extents, block_of_mode, grid.domain));
 
   STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
   const int64_t total = src.layout().size();
