@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -20,6 +21,7 @@
 #include "absl/strings/string_view.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
+#include "checkpoint/internal/conventions.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -344,6 +346,9 @@ struct Planned {
   int blocks = -1, scales = -1;
   std::vector<int64_t> prefix;
   int64_t groups = 0;
+  // A convention group (NOTE [ Checkpoint conventions ]).
+  bool group = false;
+  checkpoint_internal::GroupPlan group_plan;
 };
 
 absl::Status PairError(const std::string& name, const Entry& blocks,
@@ -587,8 +592,77 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
     Halves& h = halves[{pn.prefix, pn.separator}];
     (pn.blocks ? h.blocks : h.scales) = static_cast<int>(k);
   }
+  // Convention groups (NOTE [ Checkpoint conventions ]): name -> the entry
+  // of each role; a group claims its members.
+  using checkpoint_internal::kNumRoles;
+  struct GroupEntries {
+    std::array<int, kNumRoles> entry;
+    int first = -1;
+  };
+  absl::flat_hash_map<std::string, GroupEntries> groups;
+  std::vector<std::string> group_of(entries.size());
+  for (size_t k = 0; k < entries.size(); ++k) {
+    const auto parsed = checkpoint_internal::ParseMemberName(entries[k].name);
+    if (!parsed) continue;
+    auto [it, inserted] = groups.try_emplace(parsed->first);
+    if (inserted) it->second.entry.fill(-1);
+    it->second.entry[static_cast<int>(parsed->second)] = static_cast<int>(k);
+    if (it->second.first < 0) it->second.first = static_cast<int>(k);
+  }
+  // Members checked on their own, kept while the plans point at them.
+  std::vector<std::unique_ptr<checkpoint_internal::Member>> members;
+  for (auto& [name, g] : groups) {
+    checkpoint_internal::Members present{};
+    for (int r = 0; r < kNumRoles; ++r) {
+      if (g.entry[r] >= 0) {
+        members.push_back(std::make_unique<checkpoint_internal::Member>());
+        present[r] = members.back().get();
+      }
+    }
+    if (!checkpoint_internal::FormsGroup(present)) {
+      g.first = -1;  // Its entries are plain.
+      continue;
+    }
+    for (int r = 0; r < kNumRoles; ++r) {
+      if (g.entry[r] >= 0) group_of[g.entry[r]] = name;
+    }
+  }
   std::vector<Planned> planned;
   for (size_t k = 0; k < entries.size(); ++k) {
+    if (!group_of[k].empty()) {
+      const GroupEntries& g = groups[group_of[k]];
+      if (static_cast<int>(k) != g.first) continue;
+      Planned p;
+      p.name = group_of[k];
+      p.group = true;
+      checkpoint_internal::Members present{};
+      for (int r = 0; r < kNumRoles && p.status.ok(); ++r) {
+        if (g.entry[r] < 0) continue;
+        const Entry& e = entries[g.entry[r]];
+        absl::StatusOr<Checked> checked = CheckEntry(e);
+        if (!checked.ok()) {
+          p.status = ValueErrorCat("ReadSafetensors: group ", Quoted(p.name),
+                                   ": ", checked.status().message());
+          break;
+        }
+        members.push_back(std::make_unique<checkpoint_internal::Member>(
+            checkpoint_internal::Member{e.name, checked->dtype,
+                                        std::move(checked->shape),
+                                        checked->count, e.begin}));
+        present[r] = members.back().get();
+      }
+      if (p.status.ok()) {
+        absl::StatusOr<checkpoint_internal::GroupPlan> plan =
+            checkpoint_internal::PlanGroup(p.name, present);
+        if (plan.ok()) {
+          p.group_plan = *std::move(plan);
+        } else {
+          p.status = plan.status();
+        }
+      }
+      planned.push_back(std::move(p));
+      continue;
+    }
     const PairName& pn = pair_names[k];
     if (!pn.prefix.empty()) {
       const Halves& h = halves[{pn.prefix, pn.separator}];
@@ -623,6 +697,11 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
           p.name, entries[p.blocks], entries[p.scales],
           absl::StrCat("the file holds another entry named ", Quoted(p.name)));
     }
+    if (p.group && uses[p.name] > 1 && p.status.ok()) {
+      p.status = ValueErrorCat("ReadSafetensors: group ", Quoted(p.name),
+                               ": the file holds another entry named ",
+                               Quoted(p.name));
+    }
   }
 
   // Everything is validated: map the data buffer once.
@@ -635,7 +714,9 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
   }
   for (Planned& p : planned) {
     result.tensors.push_back(
-        {p.name, !p.status.ok()  ? absl::StatusOr<Tensor>(p.status)
+        {p.name, !p.status.ok() ? absl::StatusOr<Tensor>(p.status)
+                 : p.group
+                     ? checkpoint_internal::BuildGroup(p.group_plan, region)
                  : p.blocks >= 0 ? BuildPair(p, entries, region)
                                  : BuildPlain(p, entries[p.first], region)});
   }
@@ -715,6 +796,8 @@ struct WritePlan {
   std::vector<int64_t> shape;          // One-level: the shape; pair: logical.
   int64_t bytes = 0;                   // One-level.
   int64_t block_bytes = 0, scale_bytes = 0;  // Pair.
+  // A convention's members (NOTE [ Checkpoint conventions ]), bytes made.
+  std::vector<checkpoint_internal::WrittenMember> members;
 };
 
 absl::Status WriteError(absl::string_view name, absl::string_view message) {
@@ -743,11 +826,17 @@ absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
     STRATA_ASSIGN_OR_RETURN(p.bytes, StorageBytes(*p.dtype, t.size()));
     return p;
   }
+  if (auto members = checkpoint_internal::ConventionMembers(name, t)) {
+    STRATA_ASSIGN_OR_RETURN(p.members, std::move(*members));
+    return p;
+  }
   if (&t.dtype() != dtypes::MXFP4()) {
     return WriteError(name, absl::StrCat("a ", rep.num_levels(),
                                          "-level Tensor of ", t.dtype().name(),
-                                         " has no safetensors form (only mxfp4 "
-                                         "writes, as a .blocks/.scales pair)"));
+                                         " has no safetensors form (mxfp4 "
+                                         "writes as a .blocks/.scales pair, "
+                                         "the formats of a checkpoint "
+                                         "convention as its members)"));
   }
   if (p.shape.empty() || p.shape.back() % 32 != 0) {
     return WriteError(
@@ -867,7 +956,9 @@ absl::Status WriteSafetensors(
   std::vector<WritePlan> planned;
   for (const auto& [name, tensor] : tensors) {
     STRATA_ASSIGN_OR_RETURN(WritePlan p, PlanTensor(name, tensor));
-    if (p.pair) {
+    if (!p.members.empty()) {
+      for (const auto& m : p.members) STRATA_RETURN_IF_ERROR(claim(m.name));
+    } else if (p.pair) {
       STRATA_RETURN_IF_ERROR(claim(name + ".blocks"));
       STRATA_RETURN_IF_ERROR(claim(name + ".scales"));
     } else {
@@ -893,6 +984,12 @@ absl::Status WriteSafetensors(
     at += bytes;
   };
   for (const WritePlan& p : planned) {
+    if (!p.members.empty()) {
+      for (const auto& m : p.members) {
+        add(m.name, m.dtype, m.shape, static_cast<int64_t>(m.bytes.size()));
+      }
+      continue;
+    }
     if (!p.pair) {
       add(p.name, ToSafetensorsName(*p.dtype), p.shape, p.bytes);
       continue;
@@ -930,6 +1027,12 @@ absl::Status WriteSafetensors(
   if (!WriteAll(fd, prefix) || !WriteAll(fd, header))
     return fail(write_error());
   for (const WritePlan& p : planned) {
+    if (!p.members.empty()) {
+      for (const auto& m : p.members) {
+        if (!WriteAll(fd, m.bytes)) return fail(write_error());
+      }
+      continue;
+    }
     if (!p.pair) {
       if (!WriteAll(fd, OneLevelBytes(p))) return fail(write_error());
       continue;

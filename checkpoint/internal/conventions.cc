@@ -1,0 +1,503 @@
+#include "checkpoint/internal/conventions.h"
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "layout/checked_math.h"
+#include "layout/layout.h"
+
+namespace strata {
+namespace checkpoint_internal {
+namespace {
+
+// Longest suffix first: "weight_scale_2" must not read as "weight_scale".
+constexpr std::pair<absl::string_view, Role> kSuffixes[] = {
+    {"weight_global_scale", Role::kWeightGlobalScale},
+    {"weight_scale_inv", Role::kWeightScaleInv},
+    {"weight_scale_2", Role::kWeightScale2},
+    {"weight_packed", Role::kWeightPacked},
+    {"weight_scale", Role::kWeightScale},
+    {"weight", Role::kWeight},
+};
+
+const char* RoleSuffix(Role role) {
+  for (const auto& [suffix, r] : kSuffixes) {
+    if (r == role) return suffix.data();
+  }
+  return "";
+}
+
+std::string ShapeText(absl::Span<const int64_t> shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
+}
+
+std::string Quoted(absl::string_view s) {
+  constexpr size_t kMax = 80;
+  return absl::StrCat("\"", s.substr(0, kMax), s.size() > kMax ? "..." : "",
+                      "\"");
+}
+
+// The convention of a group, by the members present.
+enum class Convention {
+  kModelOptNVFP4,
+  kCompressedNVFP4,
+  kFP8Block,
+  kModelOptMXFP8,
+  kFP8TensorOrChannel,
+};
+
+const char* ConventionName(Convention c) {
+  switch (c) {
+    case Convention::kModelOptNVFP4:
+      return "ModelOpt NVFP4";
+    case Convention::kCompressedNVFP4:
+      return "compressed-tensors NVFP4";
+    case Convention::kFP8Block:
+      return "FP8 block";
+    case Convention::kModelOptMXFP8:
+      return "ModelOpt MXFP8";
+    case Convention::kFP8TensorOrChannel:
+      return "FP8 per tensor / per channel";
+  }
+  return "";
+}
+
+bool Present(const Members& m, Role r) {
+  return m[static_cast<int>(r)] != nullptr;
+}
+const Member& Get(const Members& m, Role r) { return *m[static_cast<int>(r)]; }
+
+bool ScalarShape(const std::vector<int64_t>& s) {
+  return s.empty() || (s.size() == 1 && s[0] == 1);
+}
+
+std::string DTypeText(const Member& m) {
+  // The safetensors names of the dtypes the conventions use.
+  if (m.dtype == dtypes::UInt8()) return "U8";
+  if (m.dtype == dtypes::Float8E4M3FN()) return "F8_E4M3";
+  if (m.dtype == dtypes::Float32()) return "F32";
+  return m.dtype->name();
+}
+
+}  // namespace
+
+std::optional<std::pair<std::string, Role>> ParseMemberName(
+    absl::string_view name) {
+  for (const auto& [suffix, role] : kSuffixes) {
+    if (name.size() < suffix.size() ||
+        name.substr(name.size() - suffix.size()) != suffix) {
+      continue;
+    }
+    const absl::string_view prefix =
+        name.substr(0, name.size() - suffix.size());
+    if (!prefix.empty() && prefix.back() != '.') return std::nullopt;
+    return std::make_pair(absl::StrCat(prefix, "weight"), role);
+  }
+  return std::nullopt;
+}
+
+bool FormsGroup(const Members& m) {
+  return Present(m, Role::kWeightScale2) || Present(m, Role::kWeightPacked) ||
+         Present(m, Role::kWeightGlobalScale) ||
+         Present(m, Role::kWeightScaleInv) ||
+         (Present(m, Role::kWeight) && Present(m, Role::kWeightScale));
+}
+
+absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
+  Convention c;
+  if (Present(m, Role::kWeightScale2)) {
+    c = Convention::kModelOptNVFP4;
+  } else if (Present(m, Role::kWeightPacked) ||
+             Present(m, Role::kWeightGlobalScale)) {
+    c = Convention::kCompressedNVFP4;
+  } else if (Present(m, Role::kWeightScaleInv)) {
+    c = Convention::kFP8Block;
+  } else if (Present(m, Role::kWeightScale) &&
+             Get(m, Role::kWeightScale).dtype == dtypes::UInt8()) {
+    c = Convention::kModelOptMXFP8;
+  } else {
+    c = Convention::kFP8TensorOrChannel;
+  }
+  std::vector<std::string> names;
+  for (const Member* member : m) {
+    if (member != nullptr) names.push_back(Quoted(member->name));
+  }
+  const auto refuse = [&](absl::string_view problem) {
+    return ValueErrorCat("ReadSafetensors: ", ConventionName(c), " group ",
+                         Quoted(name), " (", absl::StrJoin(names, ", "),
+                         "): ", problem);
+  };
+  // The roles of each convention: needed, and allowed beside them.
+  std::vector<Role> needed;
+  switch (c) {
+    case Convention::kModelOptNVFP4:
+      needed = {Role::kWeight, Role::kWeightScale, Role::kWeightScale2};
+      break;
+    case Convention::kCompressedNVFP4:
+      needed = {Role::kWeightPacked, Role::kWeightScale,
+                Role::kWeightGlobalScale};
+      break;
+    case Convention::kFP8Block:
+      needed = {Role::kWeight, Role::kWeightScaleInv};
+      break;
+    case Convention::kModelOptMXFP8:
+    case Convention::kFP8TensorOrChannel:
+      needed = {Role::kWeight, Role::kWeightScale};
+      break;
+  }
+  for (int r = 0; r < kNumRoles; ++r) {
+    const bool need = std::find(needed.begin(), needed.end(),
+                                static_cast<Role>(r)) != needed.end();
+    if (need && m[r] == nullptr) {
+      return refuse(absl::StrCat("no member ",
+                                 Quoted(name.substr(0, name.size() - 6)), "+\"",
+                                 RoleSuffix(static_cast<Role>(r)), "\""));
+    }
+    if (!need && m[r] != nullptr) {
+      return refuse(absl::StrCat("member ", Quoted(m[r]->name),
+                                 " does not belong to this convention"));
+    }
+  }
+  const auto want = [&](Role r, const SimpleDType* dtype,
+                        absl::string_view text) -> absl::Status {
+    if (Get(m, r).dtype != dtype) {
+      return refuse(absl::StrCat(Quoted(Get(m, r).name), " must be ", text,
+                                 "; it is ", DTypeText(Get(m, r))));
+    }
+    return absl::OkStatus();
+  };
+  GroupPlan plan;
+  plan.name = name;
+  const auto leading_equal = [](const std::vector<int64_t>& a,
+                                const std::vector<int64_t>& b) {
+    return a.size() == b.size() && !a.empty() &&
+           std::equal(a.begin(), a.end() - 1, b.begin());
+  };
+  if (c == Convention::kModelOptNVFP4 || c == Convention::kCompressedNVFP4) {
+    const bool recip = c == Convention::kCompressedNVFP4;
+    const Role codes = recip ? Role::kWeightPacked : Role::kWeight;
+    const Role global = recip ? Role::kWeightGlobalScale : Role::kWeightScale2;
+    STRATA_RETURN_IF_ERROR(want(codes, dtypes::UInt8(), "U8"));
+    STRATA_RETURN_IF_ERROR(
+        want(Role::kWeightScale, dtypes::Float8E4M3FN(), "F8_E4M3"));
+    STRATA_RETURN_IF_ERROR(want(global, dtypes::Float32(), "F32"));
+    const Member& w = Get(m, codes);
+    const Member& s = Get(m, Role::kWeightScale);
+    int64_t k = 0;
+    if (!leading_equal(w.shape, s.shape) ||
+        !CheckedMul(w.shape.back(), 2, &k) || s.shape.back() > INT64_MAX / 16 ||
+        s.shape.back() * 16 != k) {
+      return refuse(
+          absl::StrCat("codes of shape (...,N,K/2) need block scales of shape "
+                       "(...,N,K/16); got ",
+                       ShapeText(w.shape), " and ", ShapeText(s.shape)));
+    }
+    if (!ScalarShape(Get(m, global).shape)) {
+      return refuse(absl::StrCat("the tensor scale ",
+                                 Quoted(Get(m, global).name),
+                                 " must have shape () or (1); it has ",
+                                 ShapeText(Get(m, global).shape)));
+    }
+    plan.dtype = recip ? dtypes::NVFP4TSRecip() : dtypes::NVFP4TS();
+    plan.shape = w.shape;
+    plan.shape.back() = k;
+    plan.blocks.assign(plan.shape.size(), 1);
+    plan.blocks.back() = 16;
+    plan.levels = {&w, &s, &Get(m, global)};
+    return plan;
+  }
+  STRATA_RETURN_IF_ERROR(
+      want(Role::kWeight, dtypes::Float8E4M3FN(), "F8_E4M3"));
+  const Member& w = Get(m, Role::kWeight);
+  plan.shape = w.shape;
+  const int64_t rank = static_cast<int64_t>(w.shape.size());
+  if (c == Convention::kModelOptMXFP8) {
+    const Member& s = Get(m, Role::kWeightScale);
+    if (!leading_equal(w.shape, s.shape) || s.shape.back() > INT64_MAX / 32 ||
+        s.shape.back() * 32 != w.shape.back()) {
+      return refuse(absl::StrCat(
+          "values of shape (...,N,K) need scales of shape (...,N,K/32); got ",
+          ShapeText(w.shape), " and ", ShapeText(s.shape)));
+    }
+    plan.dtype = dtypes::MXFP8E4M3();
+    plan.blocks.assign(rank, 1);
+    plan.blocks.back() = 32;
+    plan.levels = {&w, &s};
+    return plan;
+  }
+  if (c == Convention::kFP8Block) {
+    STRATA_RETURN_IF_ERROR(
+        want(Role::kWeightScaleInv, dtypes::Float32(), "F32"));
+    const Member& s = Get(m, Role::kWeightScaleInv);
+    std::vector<int64_t> expected = w.shape;
+    for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
+      expected[j] = CeilDiv(w.shape[j], 128);
+    }
+    if (rank == 0 || s.shape != expected) {
+      return refuse(
+          absl::StrCat("values of shape (...,N,K) need scales of shape "
+                       "(...,ceil(N/128),ceil(K/128)) = ",
+                       ShapeText(expected), "; got ", ShapeText(w.shape),
+                       " and ", ShapeText(s.shape)));
+    }
+    plan.dtype = dtypes::FP8E4M3Block128x128();
+    plan.blocks.assign(rank, 1);
+    for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
+      plan.blocks[j] = 128;
+    }
+    plan.levels = {&w, &s};
+    return plan;
+  }
+  // Per tensor or per channel.
+  const Member& s = Get(m, Role::kWeightScale);
+  STRATA_RETURN_IF_ERROR(want(Role::kWeightScale, dtypes::Float32(), "F32"));
+  plan.levels = {&w, &s};
+  if (ScalarShape(s.shape)) {
+    plan.dtype = dtypes::FP8E4M3Tensorwise();
+    plan.blocks.assign(rank, kWholeMode);
+    return plan;
+  }
+  std::vector<int64_t> rows(w.shape.begin(),
+                            w.shape.end() - (rank > 0 ? 1 : 0));
+  std::vector<int64_t> rows_one = rows;
+  rows_one.push_back(1);
+  if (rank == 0 || (s.shape != rows && s.shape != rows_one)) {
+    return refuse(absl::StrCat(
+        "values of shape (...,K) need a scale of shape () or (1) per tensor, "
+        "or (...,1) or (...) per channel; got ",
+        ShapeText(w.shape), " and ", ShapeText(s.shape)));
+  }
+  plan.dtype = dtypes::FP8E4M3Rowwise();
+  plan.blocks.assign(rank, 1);
+  plan.blocks.back() = kWholeMode;
+  return plan;
+}
+
+absl::StatusOr<Tensor> BuildGroup(
+    const GroupPlan& plan, const std::shared_ptr<const MappedRegion>& region) {
+  STRATA_ASSIGN_OR_RETURN(
+      RowMajorBlockScaledLayouts layouts,
+      MakeRowMajorBlockScaledLayouts(plan.shape, plan.blocks));
+  const auto types = plan.dtype->simple_types();
+  int64_t values = 1;
+  for (int64_t e : plan.shape) {
+    if (!CheckedMul(values, e, &values)) values = 0;  // A zero extent.
+  }
+  for (int64_t e : plan.shape) {
+    if (e == 0) values = 0;
+  }
+  std::vector<SubtensorCandidate> subtensors;
+  std::vector<absl::StatusOr<Layout>> adjacent;
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> codes,
+      MappedCarrier::Create(*types[0], values, region, plan.levels[0]->begin));
+  subtensors.push_back({types[0], std::move(codes), 0, layouts.values});
+  // The scales: as many as the grid holds (the member's count, checked).
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> scales,
+      MappedCarrier::Create(*types[1], plan.levels[1]->count, region,
+                            plan.levels[1]->begin));
+  subtensors.push_back({types[1], std::move(scales), 0, layouts.scales});
+  adjacent.push_back(std::move(layouts.adjacent));
+  if (types.size() == 3) {
+    STRATA_ASSIGN_OR_RETURN(
+        std::shared_ptr<MappedCarrier> global,
+        MappedCarrier::Create(*types[2], 1, region, plan.levels[2]->begin));
+    STRATA_ASSIGN_OR_RETURN(Layout l2, Layout::Create(1, 0));
+    subtensors.push_back({types[2], std::move(global), 0, std::move(l2)});
+    adjacent.push_back(
+        Layout::Create(layouts.scales.shape(),
+                       layouts.scales.shape().TransformLeaves(
+                           [](size_t, int64_t) { return int64_t{0}; })));
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      auto representation,
+      Representation::Create(plan.dtype, std::move(subtensors),
+                             std::move(adjacent)));
+  return MakeTensor(std::move(representation));
+}
+
+namespace {
+
+// The members a dtype writes as: (suffix after the Tensor's name "X.weight",
+// safetensors dtype) per level.
+struct Written {
+  const CompoundDType* dtype;
+  std::vector<std::pair<const char*, const char*>> levels;
+};
+
+std::optional<Written> WrittenOf(const DType& dtype) {
+  if (&dtype == dtypes::NVFP4TS()) {
+    return Written{dtypes::NVFP4TS(),
+                   {{"", "U8"}, {"_scale", "F8_E4M3"}, {"_scale_2", "F32"}}};
+  }
+  if (&dtype == dtypes::NVFP4TSRecip()) {
+    return Written{
+        dtypes::NVFP4TSRecip(),
+        {{"_packed", "U8"}, {"_scale", "F8_E4M3"}, {"_global_scale", "F32"}}};
+  }
+  if (&dtype == dtypes::MXFP8E4M3()) {
+    return Written{dtypes::MXFP8E4M3(), {{"", "F8_E4M3"}, {"_scale", "U8"}}};
+  }
+  if (&dtype == dtypes::FP8E4M3Block128x128()) {
+    return Written{dtypes::FP8E4M3Block128x128(),
+                   {{"", "F8_E4M3"}, {"_scale_inv", "F32"}}};
+  }
+  if (&dtype == dtypes::FP8E4M3Tensorwise() ||
+      &dtype == dtypes::FP8E4M3Rowwise()) {
+    return Written{dtype.AsCompound(), {{"", "F8_E4M3"}, {"_scale", "F32"}}};
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
+    const std::string& name, const Tensor& tensor) {
+  const std::optional<Written> written = WrittenOf(tensor.dtype());
+  if (!written) return std::nullopt;
+  const auto refuse = [&](absl::string_view problem) {
+    return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), " (",
+                         tensor.dtype().name(), "): ", problem);
+  };
+  const auto parsed = ParseMemberName(name);
+  if (!parsed || parsed->second != Role::kWeight) {
+    return refuse(
+        "a block-scaled Tensor writes as its convention's members X.weight, "
+        "X.weight_scale, ...: its name must end in \"weight\" (\"X.weight\")");
+  }
+  const Representation& rep = TensorAccess::representation(tensor);
+  for (const Subtensor& s : rep.subtensors()) {
+    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
+      return refuse(
+          absl::StrCat("the ", s.carrier->Describe(), " holds no host data"));
+    }
+  }
+  // The blocks the convention stores: along the last mode (nvfp4_ts*: 16,
+  // mxfp8: 32), the last two (128x128), whole (tensorwise), whole last
+  // (rowwise).
+  const std::vector<int64_t> shape = tensor.shape();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> blocks(rank, 1);
+  const CompoundDType* d = written->dtype;
+  if (d == dtypes::NVFP4TS() || d == dtypes::NVFP4TSRecip() ||
+      d == dtypes::MXFP8E4M3()) {
+    const int64_t b = d == dtypes::MXFP8E4M3() ? 32 : 16;
+    if (rank == 0 || shape.back() % b != 0) {
+      return refuse(absl::StrCat("its last dim is not blocked by ", b,
+                                 " (shape ", ShapeText(shape), ")"));
+    }
+    blocks.back() = b;
+  } else if (d == dtypes::FP8E4M3Block128x128()) {
+    for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
+      blocks[j] = 128;
+    }
+  } else if (d == dtypes::FP8E4M3Tensorwise()) {
+    blocks.assign(rank, kWholeMode);
+  } else if (rank > 0) {
+    blocks.back() = kWholeMode;
+  }
+  // Block-grid extents and row-major strides.
+  std::vector<int64_t> grid(rank), grid_stride(rank), block_of(rank);
+  int64_t grid_size = 1;
+  for (int64_t j = rank; j-- > 0;) {
+    block_of[j] =
+        blocks[j] == kWholeMode ? std::max<int64_t>(shape[j], 1) : blocks[j];
+    grid[j] = CeilDiv(shape[j], block_of[j]);
+    grid_stride[j] = grid_size;
+    grid_size *= grid[j];  // At most the Tensor's size.
+  }
+  int64_t total = 1;
+  for (int64_t e : shape) total *= e;  // The Tensor's size: fits.
+  const Subtensor& v = rep.subtensor(0);
+  const Subtensor& sc = rep.subtensor(1);
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  const int value_bits = v.storage_dtype->bits();
+  const int scale_bytes = sc.storage_dtype->bits() / 8;
+  std::string value_bytes((total * value_bits + 7) / 8, '\0');
+  std::string scale_out(grid_size * scale_bytes, '\0');
+  std::vector<int64_t> scale_of_block(grid_size, -1);
+  const auto l0_modes = TopLevelModes(v.placement);
+  const auto s0_modes = TopLevelModes(s0);
+  const auto* vsrc = static_cast<const uint8_t*>(v.carrier->data());
+  const auto* ssrc = static_cast<const uint8_t*>(sc.carrier->data());
+  auto* vdst = reinterpret_cast<uint8_t*>(value_bytes.data());
+  std::vector<int64_t> coord(rank, 0);
+  for (int64_t r = 0; r < total; ++r) {
+    int64_t iv = 0, is = 0, g = 0;
+    for (int64_t j = 0; j < rank; ++j) {
+      iv += l0_modes[j](coord[j]);
+      is += s0_modes[j](coord[j]);
+      g += coord[j] / block_of[j] * grid_stride[j];
+    }
+    if (value_bits == 8) {
+      vdst[r] = vsrc[v.offset + iv];
+    } else {
+      WritePacked(vdst, value_bits, r,
+                  ReadPacked(vsrc, value_bits, v.offset + iv));
+    }
+    const int64_t scale_index = sc.offset + sc.placement(is);
+    if (scale_of_block[g] < 0) {
+      scale_of_block[g] = scale_index;
+      std::memcpy(scale_out.data() + g * scale_bytes,
+                  ssrc + scale_index * scale_bytes, scale_bytes);
+    } else if (scale_of_block[g] != scale_index) {
+      return refuse(absl::StrCat(
+          "it is not blocked as its convention stores it (blocks ",
+          absl::StrJoin(blocks, "x",
+                        [](std::string* out, int64_t b) {
+                          absl::StrAppend(out, b == kWholeMode
+                                                   ? std::string("whole")
+                                                   : absl::StrCat(b));
+                        }),
+          " of shape ", ShapeText(shape), "): values of one block reach ",
+          "different scales"));
+    }
+    for (int64_t j = rank; j-- > 0;) {
+      if (++coord[j] < shape[j]) break;
+      coord[j] = 0;
+    }
+  }
+  std::vector<WrittenMember> out;
+  std::vector<int64_t> value_shape = shape;
+  if (value_bits == 4) value_shape.back() /= 2;  // K/2 bytes of U8.
+  out.push_back({name + written->levels[0].first, written->levels[0].second,
+                 value_shape, std::move(value_bytes)});
+  std::vector<int64_t> scale_shape = grid;
+  if (d == dtypes::FP8E4M3Tensorwise()) scale_shape.clear();
+  out.push_back({name + written->levels[1].first, written->levels[1].second,
+                 scale_shape, std::move(scale_out)});
+  if (rep.num_levels() == 3) {
+    const Subtensor& t = rep.subtensor(2);
+    const int64_t i1 = s0.size() > 0 ? s0(0) : 0;
+    const int64_t i2 = rep.adjacent_layouts()[1](i1);
+    std::string global(4, '\0');
+    std::memcpy(global.data(),
+                static_cast<const uint8_t*>(t.carrier->data()) +
+                    4 * (t.offset + t.placement(i2)),
+                4);
+    out.push_back({name + written->levels[2].first,
+                   written->levels[2].second,
+                   {},
+                   std::move(global)});
+  }
+  return out;
+}
+
+}  // namespace checkpoint_internal
+}  // namespace strata
