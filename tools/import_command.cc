@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
-#include "checkpoint/safetensors.h"
+#include "checkpoint/checkpoint.h"
 #include "core/errors.h"
 #include "core/mutation_snapshot.h"
 #include "core/tensor.h"
@@ -25,8 +25,8 @@ namespace strata {
 namespace {
 
 constexpr char kImportUsage[] =
-    "usage: strata import FILE [--dump NAME [--data]]   (FILE '-' reads "
-    "standard input)\n";
+    "usage: strata import FILE [--dump NAME [--data]]   (a safetensors or "
+    "GGUF file, told by its first bytes; FILE '-' reads standard input)\n";
 
 // "NAME: OK dtype=mxfp4 levels=2 shape=(2,3,64) snapshot=[c0@0,c1@0]".
 std::string OkLine(const std::string& name, const Tensor& t) {
@@ -82,7 +82,7 @@ int ImportCommand(const std::vector<std::string>& args) {
     return 2;
   }
   const std::string& file = args[0];
-  absl::StatusOr<Safetensors> read = absl::UnknownError("unread");
+  absl::StatusOr<Checkpoint> read = absl::UnknownError("unread");
   if (file == "-") {
     std::string reason;
     const int fd = StdinAsFile(&reason);
@@ -92,15 +92,16 @@ int ImportCommand(const std::vector<std::string>& args) {
                 << "\n";
       return 2;
     }
-    read = ReadSafetensorsFd(fd, file);
+    read = ReadCheckpointFd(fd, file);
     close(fd);
   } else {
-    read = ReadSafetensors(file);
+    read = ReadCheckpoint(file);
   }
   if (!read.ok()) {
     const absl::string_view message = read.status().message();
     if (IsValueError(read.status()) &&
-        !absl::StrContains(message, "not a safetensors file")) {
+        !absl::StrContains(message, "not a safetensors file") &&
+        !absl::StrContains(message, "not a GGUF file")) {
       std::cout << file << ": unreadable file\n";
       std::cerr << "strata import: " << message << "\n";
     } else {
@@ -110,7 +111,7 @@ int ImportCommand(const std::vector<std::string>& args) {
   }
   if (!dump) {
     int status = 0;
-    for (const SafetensorsTensor& t : read->tensors) {
+    for (const CheckpointTensor& t : read->tensors) {
       if (t.tensor.ok()) {
         std::cout << OkLine(t.name, *t.tensor) << "\n";
       } else {
@@ -121,7 +122,7 @@ int ImportCommand(const std::vector<std::string>& args) {
     return status;
   }
   const std::string& name = args[2];
-  for (const SafetensorsTensor& t : read->tensors) {
+  for (const CheckpointTensor& t : read->tensors) {
     if (t.name != name) continue;
     if (!t.tensor.ok()) {
       std::cout << t.name << ": " << FormatError(t.tensor.status()) << "\n";
