@@ -364,5 +364,36 @@ out=$("$strata" import bad_tensors.safetensors --dump u16); status=$?
 [ "$status" = 2 ] || fail "import usage exit $status, want 2"
 cd - >/dev/null
 
+# strata import of a GGUF file (told by its magic, whatever its name) and
+# strata shard (formats.md sections 4 and 5).
+gguf="${TEST_SRCDIR}/${TEST_WORKSPACE}/tests/golden/gguf"
+cp "$gguf/mixed_v3.gguf" "$TEST_TMPDIR/model.bin"
+out=$("$strata" import "$TEST_TMPDIR/model.bin"); status=$?
+[ "$status" = 0 ] || fail "import gguf exit $status"
+echo "$out" | grep -q '^w_q8: OK dtype=q8_0 levels=2 shape=(4,64) snapshot=\[c0@0,c1@0\]$' || fail "gguf q8_0 line: $out"
+echo "$out" | grep -q '^w_q4: OK dtype=q4_0 levels=2 shape=(3,96)' || fail "gguf q4_0 line: $out"
+echo "$out" | grep -q '^w_mxfp4: OK dtype=mxfp4 levels=2 shape=(2,64)' || fail "gguf mxfp4 line: $out"
+out=$("$strata" import "$gguf/hostile/type_99.gguf"); status=$?
+[ "$status" = 1 ] || fail "gguf per-tensor error exit $status, want 1"
+echo "$out" | grep -q '^mystery: ValueError: ReadGguf: tensor "mystery": ggml type 99' || fail "type 99 line: $out"
+out=$("$strata" import "$gguf/hostile/overlap.gguf"); status=$?
+[ "$status" = 2 ] || fail "gguf file error exit $status, want 2"
+echo "$out" | grep -q 'ValueError: ReadGguf: not a GGUF file: tensors "a" and "b" overlap' || fail "overlap line: $out"
+"$strata" import "$TEST_TMPDIR/model.bin" --dump w_q4 > "$TEST_TMPDIR/q4.textproto" || fail "gguf dump"
+grep -q 'carrier_class: "mapped"' "$TEST_TMPDIR/q4.textproto" &&
+  grep -q 'placement: "(3,((16,2),3)):(108,((2,1),36))"' "$TEST_TMPDIR/q4.textproto" || fail "q4_0 placement"
+"$strata" validate "$TEST_TMPDIR/q4.textproto" | grep -q ': OK dtype=q4_0' || fail "the gguf dump replays"
+out=$("$strata" shard "$TEST_TMPDIR/model.bin" w_q4 1 3); status=$?
+expected=$'granule=32 extent=96\npart 0: [0,32) OK dtype=q4_0 levels=2 shape=(3,32)\npart 1: [32,64) OK dtype=q4_0 levels=2 shape=(3,32)\npart 2: [64,96) OK dtype=q4_0 levels=2 shape=(3,32)\npad=96'
+[ "$status" = 0 ] && [ "$out" = "$expected" ] || fail "shard gguf: $status $out"
+"$strata" dump --example fp8_block128x128_576x256 > "$TEST_TMPDIR/ds.textproto"
+out=$("$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 4); status=$?
+expected=$'granule=128 extent=576\npart 0: [0,256) OK dtype=fp8_e4m3_block128x128 levels=2 shape=(256,256)\npart 1: [256,384) OK dtype=fp8_e4m3_block128x128 levels=2 shape=(128,256)\npart 2: [384,512) OK dtype=fp8_e4m3_block128x128 levels=2 shape=(128,256)\npart 3: [512,576) OK dtype=fp8_e4m3_block128x128 levels=2 shape=(64,256)\npad=1024'
+[ "$status" = 0 ] && [ "$out" = "$expected" ] || fail "shard dump: $status $out"
+out=$("$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 8); status=$?
+[ "$status" = 1 ] && echo "$out" | sed -n 2p | grep -q '^ValueError: PlanShards: .*granule=128' || fail "shard too many parts: $status $out"
+"$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "shard usage exit $status, want 2"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"
