@@ -102,6 +102,21 @@ void CheckPair(const Tensor& t, const uint8_t* data, size_t size) {
   }
 }
 
+// A convention group (NOTE [ Checkpoint conventions ]): every level a
+// read-only mapped carrier holding the file's bytes.
+void CheckGroup(const Tensor& t, const uint8_t* data, size_t size) {
+  for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
+    const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get());
+    Check(m != nullptr && m->read_only() && s.offset == 0);
+    const int64_t bytes = m->size_in_bytes();
+    Check(m->file_offset() >= 8 && m->file_offset() + bytes <= int64_t(size));
+    const auto* mapped = static_cast<const uint8_t*>(m->data());
+    for (int64_t k = 0; k < bytes && k < kSmall; ++k) {
+      Check(mapped[k] == FileByte(data, size, m->file_offset() + k));
+    }
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -124,8 +139,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!t.tensor.ok()) continue;
     if (t.tensor->num_subtensors() == 1) {
       CheckPlain(*t.tensor, data, size);
-    } else {
+    } else if (&t.tensor->dtype() == dtypes::MXFP4()) {
       CheckPair(*t.tensor, data, size);
+    } else {
+      CheckGroup(*t.tensor, data, size);
     }
     total += t.tensor->size();
     imported.emplace_back(t.name, *t.tensor);

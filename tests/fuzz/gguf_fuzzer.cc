@@ -1,0 +1,145 @@
+// libFuzzer target: the GGUF reader (checkpoint/gguf.h) on a fuzzed file --
+// the header, the metadata, the tensor infos and the data all come from the
+// input.
+//
+// Checks, beyond "never crash, hang or leak" (and no allocation beyond a
+// constant times the input): every carrier of an imported Tensor is a
+// read-only mapped carrier inside the file; plain Tensors' mapped bytes are
+// the file's bytes at the data section plus their offset; for small quantized
+// Tensors, every element code and scale reached through L_0, S_0 and L_1 is
+// the file's byte the array-of-structs block layout names (NOTE [ GGUF blocks
+// as strided placements ]); metadata values render.
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "carrier/mapped_carrier.h"
+#include "checkpoint/gguf.h"
+#include "core/representation.h"
+#include "core/tensor_access.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "layout/layout.h"
+
+namespace {
+
+using namespace strata;
+
+void Check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+constexpr int64_t kSmall = 1 << 14;
+
+uint8_t FileByte(const uint8_t* data, size_t size, int64_t offset) {
+  Check(offset >= 0 && static_cast<size_t>(offset) < size);
+  return data[offset];
+}
+
+const MappedCarrier* Mapped(const Subtensor& s, size_t size) {
+  const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get());
+  Check(m != nullptr && m->read_only());
+  Check(s.carrier->mutable_data() == nullptr);
+  Check(m->file_offset() >= 0 &&
+        m->file_offset() + m->size_in_bytes() <= static_cast<int64_t>(size));
+  return m;
+}
+
+void CheckPlain(const Tensor& t, const uint8_t* data, size_t size) {
+  const Subtensor& s = TensorAccess::representation(t).subtensor(0);
+  const MappedCarrier* m = Mapped(s, size);
+  Check(s.offset == 0);
+  const auto* mapped = static_cast<const uint8_t*>(m->data());
+  for (int64_t k = 0; k < m->size_in_bytes() && k < kSmall; ++k) {
+    Check(mapped[k] == FileByte(data, size, m->file_offset() + k));
+  }
+}
+
+void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
+  const Representation& rep = TensorAccess::representation(t);
+  Check(rep.num_levels() == 2);
+  const Subtensor& v = rep.subtensor(0);
+  const Subtensor& s = rep.subtensor(1);
+  const MappedCarrier* vm = Mapped(v, size);
+  const MappedCarrier* sm = Mapped(s, size);
+  Check(vm->file_offset() == sm->file_offset());
+  const bool q8 = &t.dtype() == dtypes::Q8_0();
+  const bool mx = &t.dtype() == dtypes::MXFP4();
+  Check(q8 || mx || &t.dtype() == dtypes::Q4_0());
+  const int64_t block_bytes = q8 ? 34 : (mx ? 17 : 18);
+  const int64_t qs = mx ? 1 : 2;
+  if (t.size() > kSmall) return;
+  const std::vector<int64_t> shape = t.shape();
+  const int64_t k = shape.back();
+  const auto l0 = TopLevelModes(v.placement);
+  const auto s0 = TopLevelModes(rep.adjacent_layouts()[0]);
+  std::vector<int64_t> coord(shape.size(), 0);
+  const int64_t base = vm->file_offset();
+  for (int64_t r = 0; r < t.size(); ++r) {
+    int64_t iv = v.offset, is = 0;
+    for (size_t j = 0; j < shape.size(); ++j) {
+      iv += l0[j](coord[j]);
+      is += s0[j](coord[j]);
+    }
+    // Element c of row `row`: block c / 32, position c % 32.
+    const int64_t row = r / k, c = r % k;
+    const int64_t block = base + (row * (k / 32) + c / 32) * block_bytes;
+    const int64_t e = c % 32;
+    if (q8) {
+      Check(static_cast<const uint8_t*>(vm->data())[iv] ==
+            FileByte(data, size, block + qs + e));
+    } else {
+      const uint8_t byte = FileByte(data, size, block + qs + e % 16);
+      const uint8_t nibble = e < 16 ? byte & 0xF : byte >> 4;
+      Check(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4, iv) ==
+            nibble);
+    }
+    const int64_t si = s.offset + s.placement(is);
+    const int width = mx ? 1 : 2;
+    for (int b = 0; b < width; ++b) {
+      Check(static_cast<const uint8_t*>(sm->data())[si * width + b] ==
+            FileByte(data, size, block + b));
+    }
+    for (size_t j = shape.size(); j-- > 0;) {
+      if (++coord[j] < shape[j]) break;
+      coord[j] = 0;
+    }
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const int fd = memfd_create("gguf_fuzzer", MFD_CLOEXEC);
+  if (fd < 0) return 0;
+  for (size_t done = 0; done < size;) {
+    const ssize_t n = write(fd, data + done, size - done);
+    if (n <= 0) {
+      close(fd);
+      return 0;
+    }
+    done += n;
+  }
+  auto read = ReadGgufFd(fd, "fuzz.gguf");
+  close(fd);
+  if (!read.ok()) return 0;
+  Check(read->version == 2 || read->version == 3);
+  Check(read->data_offset % read->alignment == 0);
+  for (const auto& [key, value] : read->metadata) {
+    Check(!value.ToString().empty());
+  }
+  for (const GgufTensor& t : read->tensors) {
+    if (!t.tensor.ok()) continue;
+    if (t.tensor->num_subtensors() == 1) {
+      CheckPlain(*t.tensor, data, size);
+    } else {
+      CheckBlocks(*t.tensor, data, size);
+    }
+  }
+  return 0;
+}
