@@ -190,10 +190,15 @@ std::optional<FamilyRecipe> FamilyRecipeOf(const CompoundDType& format) {
 const float* RowMajorFloats(const Tensor& src, absl::Span<const Layout> modes,
                             std::vector<float>* copy) {
   const int rank = static_cast<int>(modes.size());
+  const SimpleDType* in = src.dtype().AsSimple();
+  const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
+  if (rank == 0) {  // A scalar: its one value.
+    copy->assign(1, source.Load(src.offset()));
+    return copy->data();
+  }
   const std::vector<int64_t> outer = RowMajorOffsets(modes, 0, rank - 1);
   const std::vector<int64_t> inner = RowMajorOffsets(modes, rank - 1, rank);
   const int64_t k = static_cast<int64_t>(inner.size());
-  const SimpleDType* in = src.dtype().AsSimple();
   bool contiguous = in == dtypes::Float32();
   for (int64_t i = 0; contiguous && i < k; ++i) contiguous = inner[i] == i;
   for (size_t r = 0; contiguous && r < outer.size(); ++r) {
@@ -202,7 +207,6 @@ const float* RowMajorFloats(const Tensor& src, absl::Span<const Layout> modes,
   if (contiguous) {
     return static_cast<const float*>(src.carrier()->data()) + src.offset();
   }
-  const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
   copy->resize(outer.size() * k);
   float* out = copy->data();
   for (int64_t base : outer) {
@@ -243,6 +247,16 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
     }
     for (int64_t k = 0; k < fixed && k < rank; ++k) {
       block_of_mode[rank - 1 - k] = scaling.blocks[fixed - 1 - k];
+    }
+    // A block of the format that no dim holds would be partial.
+    for (int64_t k = rank; k < fixed && !scaling.ragged; ++k) {
+      const int64_t b = scaling.blocks[fixed - 1 - k];
+      if (b > 1) {
+        return ValueErrorCat("QuantizeBlockScaled: ", format.name(),
+                             " needs a dim for each of its blocks (",
+                             scaling.Describe(), "); the source has rank ",
+                             rank);
+      }
     }
   }
   for (int64_t j = 0; j < rank; ++j) {

@@ -138,6 +138,28 @@ TEST(BlockScaledFamilyTest, Uint4IsAStorageIntegerPackedLowNibbleFirst) {
   EXPECT_FALSE(Add(t, t).ok());
 }
 
+// api_fuzzer crash f2e26065: a rank-0 source read out of range (and q8_0's
+// 32-value block would have read past a scalar).
+TEST(BlockScaledFamilyTest, ScalarSourcesQuantizeOrAreRefused) {
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), 1);
+  *static_cast<float*>(carrier->mutable_data()) = -3.5f;
+  const Tensor scalar =
+      *Tensor::Create(carrier, 0, *Layout::RowMajor(IntTuple::Tuple({})));
+  auto tw = QuantizeBlockScaled(scalar, *dtypes::FP8E4M3Tensorwise(),
+                                kBlocksOfTheFormat);
+  ASSERT_TRUE(tw.ok()) << tw.status();
+  EXPECT_EQ(tw->shape(), std::vector<int64_t>{});
+  for (const CompoundDType* d : {dtypes::Q8_0(), dtypes::Q4_0()}) {
+    auto q = QuantizeBlockScaled(scalar, *d, kBlocksOfTheFormat);
+    EXPECT_TRUE(IsValueError(q.status())) << q.status();
+  }
+  EXPECT_TRUE(QuantizeBlockScaled(scalar, *dtypes::FP8E4M3Block128x128(),
+                                  kBlocksOfTheFormat)
+                  .ok());
+  EXPECT_TRUE(IsValueError(
+      QuantizeBlockScaled(scalar, *dtypes::NVFP4TS(), 0).status()));
+}
+
 TEST(BlockScaledFamilyTest, TheFactoryMakesMembersAndRefusesNonsense) {
   auto mine = MakeBlockScaledDType("my_fp8_64x64", dtypes::Float8E4M3FN(),
                                    {dtypes::Float32()},
