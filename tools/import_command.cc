@@ -20,6 +20,7 @@
 #include "core/tensor.h"
 #include "dtype/packing.h"
 #include "proto/codec.h"
+#include "tools/text_file.h"
 
 namespace strata {
 namespace {
@@ -30,15 +31,7 @@ constexpr char kImportUsage[] =
 
 // "NAME: OK dtype=mxfp4 levels=2 shape=(2,3,64) snapshot=[c0@0,c1@0]".
 std::string OkLine(const std::string& name, const Tensor& t) {
-  std::vector<std::string> snapshot;
-  int64_t id = 0;
-  for (const CarrierVersion& entry : t.Snapshot()) {
-    snapshot.push_back(absl::StrCat(CarrierId(id++), "@", entry.version));
-  }
-  return absl::StrCat(name, ": OK dtype=", t.dtype().name(),
-                      " levels=", t.num_subtensors(), " shape=(",
-                      absl::StrJoin(t.shape(), ","), ") snapshot=[",
-                      absl::StrJoin(snapshot, ","), "]");
+  return absl::StrCat(name, ": ", TensorLine(t));
 }
 
 // Standard input copied into a memory file (a pipe cannot be mapped); -1 with

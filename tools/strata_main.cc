@@ -52,6 +52,7 @@
 #include "ops/quantize.h"
 #include "proto/codec.h"
 #include "proto/examples.h"
+#include "tools/demo_command.h"
 #include "tools/import_command.h"
 #include "tools/shard_command.h"
 #include "tools/text_file.h"
@@ -509,110 +510,6 @@ int ValidateCommand(const std::vector<std::string>& files) {
 }
 
 // The demo's steps; every result is checked, and the first failure ends it.
-absl::Status DemoSteps() {
-  std::cout
-      << "Strata demo: how one logical Tensor is built from typed storage.\n\n";
-  std::cout << "Registered dtypes: "
-            << absl::StrJoin(DTypeRegistry::Global().Names(), " ") << "\n";
-  std::cout << "Carrier classes:   "
-            << absl::StrJoin(CarrierClassRegistry::Global().Names(), " ")
-            << "\n\n";
-
-  // 1. A conventional float32 Tensor: one carrier, one placement layout.
-  STRATA_ASSIGN_OR_RETURN(auto carrier,
-                          HostCarrier::Create(*dtypes::Float32(), 32));
-  STRATA_ASSIGN_OR_RETURN(const Layout row_major, ParseLayout("(4,8):(8,1)"));
-  STRATA_ASSIGN_OR_RETURN(const Tensor tensor,
-                          Tensor::Create(carrier, 0, row_major));
-  std::cout << "1. Conventional Tensor: float32, shape (4,8), row-major\n"
-            << "   Tensor::Create(host carrier of 32 values, offset 0, "
-            << tensor.layout().ToString() << ")\n"
-            << "   dtype=" << tensor.dtype().name()
-            << " levels=" << tensor.num_subtensors()
-            << " size=" << tensor.size() << " snapshot="
-            << SnapshotText(tensor.Snapshot(), {tensor.carrier().get()})
-            << "\n";
-  auto overfull = Tensor::Create(carrier, 4, row_major);
-  std::cout << "   The same placement at offset 4 is rejected:\n     "
-            << FormatError(overfull.status()) << "\n\n";
-
-  // 2. Quantize a float32 (4,64) Tensor to mxfp8_e4m3: fp8 values + one e8m0
-  //    scale per 32 values of the last mode, linked by a stride-0 adjacent
-  //    layout.
-  STRATA_ASSIGN_OR_RETURN(auto source_carrier,
-                          HostCarrier::Create(*dtypes::Float32(), 4 * 64));
-  auto* source_values = static_cast<float*>(source_carrier->mutable_data());
-  for (int i = 0; i < 4 * 64; ++i) {
-    source_values[i] = std::ldexp(std::sin(0.37f * i), i / 32 - 2);
-  }
-  STRATA_ASSIGN_OR_RETURN(const Layout source_layout,
-                          ParseLayout("(4,64):(64,1)"));
-  STRATA_ASSIGN_OR_RETURN(const Tensor source,
-                          Tensor::Create(source_carrier, 0, source_layout));
-  STRATA_ASSIGN_OR_RETURN(const Tensor mx,
-                          QuantizeBlockScaled(source, *dtypes::MXFP8E4M3(), 1));
-  const Representation& rep = TensorAccess::representation(mx);
-  const auto* scale_codes =
-      static_cast<const uint8_t*>(rep.subtensor(1).carrier->data());
-  std::vector<std::string> scale_text;
-  for (int i = 0; i < 8; ++i) {
-    scale_text.push_back(
-        absl::StrCat("2^", static_cast<int>(scale_codes[i]) - 127));
-  }
-  std::cout << "2. Block-scaled Tensor: QuantizeBlockScaled(float32 (4,64), "
-               "mxfp8_e4m3, "
-               "blocked mode 1)\n"
-            << "   level 0 (values, float8_e4m3fn):  L_0 = "
-            << rep.subtensor(0).placement.ToString() << "\n"
-            << "   level 1 (scales, float8_e8m0fnu): L_1 = "
-            << rep.subtensor(1).placement.ToString() << "\n"
-            << "   adjacent S_0 = " << rep.adjacent_layouts()[0].ToString()
-            << "  (stride 0 across each block of 32: one scale per block)\n"
-            << "   scales (row-major): " << absl::StrJoin(scale_text, " ")
-            << "\n"
-            << "   validated: schema, carriers, placements, adjacent range, "
-               "block rule -> OK\n"
-            << "   snapshot="
-            << SnapshotText(mx.Snapshot(), {rep.subtensor(0).carrier.get(),
-                                            rep.subtensor(1).carrier.get()})
-            << "\n";
-  STRATA_ASSIGN_OR_RETURN(const Tensor transposed, Permute(mx, {1, 0}));
-  std::cout << "   permute (1,0) moves the scales with the values: S_0 = "
-            << TensorAccess::representation(transposed)
-                   .adjacent_layouts()[0]
-                   .ToString()
-            << "\n";
-  auto cut = Slice(mx, 1, 0, 16);
-  std::cout << "   a slice that cuts a block is rejected:\n     "
-            << FormatError(cut.status()) << "\n\n";
-
-  // 3. Dump both as protobuf text, replay them, and validate the replay.
-  std::cout << "3. Dump -> replay -> dump\n";
-  for (const Tensor* t : {&tensor, &mx}) {
-    const std::string text = ToText(ToProto(*t));
-    STRATA_ASSIGN_OR_RETURN(const proto::RepresentationProto parsed,
-                            ParseText(text));
-    STRATA_ASSIGN_OR_RETURN(const Replayed replayed, ReplayWithIds(parsed));
-    const bool stable = ToText(ToProto(replayed.tensor)) == text;
-    std::cout << "   --- " << t->dtype().name() << " as text ---\n"
-              << text << "   replayed: " << OkLine(replayed)
-              << (stable ? "\n   dumped again: identical bytes\n"
-                         : "\n   MISMATCH\n");
-    if (!stable) {
-      return absl::InternalError(absl::StrCat("demo: the ", t->dtype().name(),
-                                              " dump did not replay stably"));
-    }
-  }
-  return absl::OkStatus();
-}
-
-int Demo() {
-  const absl::Status status = DemoSteps();
-  if (status.ok()) return 0;
-  std::cout << FormatError(status) << "\n";
-  return 1;
-}
-
 }  // namespace
 }  // namespace strata
 
@@ -621,7 +518,7 @@ int main(int argc, char** argv) {
   if (args.empty()) return strata::Usage();
   const std::string command = args[0];
   args.erase(args.begin());
-  if (command == "demo" && args.empty()) return strata::Demo();
+  if (command == "demo" && args.empty()) return strata::DemoCommand();
   if (command == "layout") return strata::LayoutCommand(args);
   if (command == "dump") return strata::DumpCommand(args);
   if (command == "validate") return strata::ValidateCommand(args);

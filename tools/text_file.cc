@@ -9,9 +9,12 @@
 #include <iostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "core/errors.h"
+#include "core/mutation_snapshot.h"
 #include "proto/codec.h"
 
 namespace strata {
@@ -92,6 +95,18 @@ bool ReadProto(const std::string& command, const std::string& path,
   }
   *proto = *std::move(parsed);
   return true;
+}
+
+std::string TensorLine(const Tensor& tensor) {
+  std::vector<std::string> snapshot;
+  int64_t id = 0;
+  for (const CarrierVersion& entry : tensor.Snapshot()) {
+    snapshot.push_back(absl::StrCat(CarrierId(id++), "@", entry.version));
+  }
+  return absl::StrCat("OK dtype=", tensor.dtype().name(),
+                      " levels=", tensor.num_subtensors(), " shape=(",
+                      absl::StrJoin(tensor.shape(), ","), ") snapshot=[",
+                      absl::StrJoin(snapshot, ","), "]");
 }
 
 }  // namespace strata

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/tensor.h"
 #include "proto/codec.h"
 
 namespace strata {
@@ -32,6 +33,11 @@ std::string TooLargeLine(const std::string& command, const std::string& path,
 // then 2.
 bool ReadProto(const std::string& command, const std::string& path,
                proto::RepresentationProto* proto);
+
+// "OK dtype=mxfp4 levels=2 shape=(2,3,64) snapshot=[c0@0,c1@0]": a Tensor as
+// the OK lines of strata import and the demo print it (carrier ids in
+// snapshot order).
+std::string TensorLine(const Tensor& tensor);
 
 }  // namespace strata
 
