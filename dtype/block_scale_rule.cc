@@ -595,8 +595,9 @@ absl::StatusOr<RowMajorBlockScaledLayouts> MakeRowMajorBlockScaledLayouts(
   for (int64_t j = rank; j-- > 0;) {
     const int64_t b = block_of_mode[j];
     empty = empty || extents[j] == 0;
-    const IntTuple mode =
-        b == kWholeMode ? IntTuple(1) : ScaleGridMode(extents[j], b);
+    // A whole mode has one scale (none where the mode is empty).
+    const IntTuple mode = b == kWholeMode ? IntTuple(extents[j] == 0 ? 0 : 1)
+                                          : ScaleGridMode(extents[j], b);
     const int64_t count = mode.is_leaf() ? mode.value() : mode.leaves()[1];
     domain[j] =
         mode.is_leaf() ? count : times(mode.leaves()[0], mode.leaves()[1]);
@@ -607,9 +608,8 @@ absl::StatusOr<RowMajorBlockScaledLayouts> MakeRowMajorBlockScaledLayouts(
   }
   RowMajorBlockScaledLayouts out;
   out.scale_count = empty ? 0 : running;
-  STRATA_ASSIGN_OR_RETURN(
-      out.scales,
-      Layout::Create(IntTuple::Tuple(shape), IntTuple::Tuple(stride)));
+  STRATA_ASSIGN_OR_RETURN(out.scales, Layout::Create(IntTuple::Tuple(shape),
+                                                     IntTuple::Tuple(stride)));
   STRATA_ASSIGN_OR_RETURN(
       BlockScaledValueLayouts value,
       MakeBlockScaledValueLayouts(extents, block_of_mode, domain));

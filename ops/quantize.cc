@@ -390,6 +390,13 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                          static_cast<int>(scale_layout),
                          " is not row_major (0) or swizzled_128x4 (1)");
   }
+  if (rule != nullptr && rule->scaling().chosen_mode &&
+      blocked_dim == kBlocksOfTheFormat) {
+    return ValueErrorCat("QuantizeBlockScaled: ", format.name(),
+                         " needs the dim its blocks lie along (",
+                         rule->scaling().Describe(),
+                         "); got kBlocksOfTheFormat (BLOCKED_MODE '-')");
+  }
   if (rule != nullptr) {
     if (auto recipe = FamilyRecipeOf(format)) {
       return QuantizeIntoFamily(src, format, *rule, *recipe, blocked_dim,

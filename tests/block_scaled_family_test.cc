@@ -160,6 +160,30 @@ TEST(BlockScaledFamilyTest, ScalarSourcesQuantizeOrAreRefused) {
       QuantizeBlockScaled(scalar, *dtypes::NVFP4TS(), 0).status()));
 }
 
+// api_fuzzer crash 09e9d808: an empty Tensor quantized tensorwise or
+// rowwise gave L_1 one scale over a carrier of none, and the refusal came
+// after the carriers were made.
+TEST(BlockScaledFamilyTest, EmptySourcesOfEveryFormatQuantize) {
+  auto carrier = *HostCarrier::Create(*dtypes::Float16(), 2);
+  const Tensor empty = *Tensor::Create(carrier, 0, L("0:-2"));
+  for (const char* name : {"fp8_e4m3_tensorwise", "fp8_e4m3_rowwise",
+                           "fp8_e4m3_block128x128", "q8_0", "q4_0"}) {
+    const CompoundDType* d =
+        (*DTypeRegistry::Global().Lookup(name))->AsCompound();
+    auto q = QuantizeBlockScaled(empty, *d, kBlocksOfTheFormat);
+    ASSERT_TRUE(q.ok()) << name << ": " << q.status();
+    EXPECT_EQ(q->size(), 0);
+  }
+  for (const CompoundDType* d :
+       {dtypes::NVFP4TS(), dtypes::FP8E4M3Block1x128(), dtypes::MXFP8E4M3()}) {
+    EXPECT_TRUE(QuantizeBlockScaled(empty, *d, 0).ok()) << d->name();
+    const auto no_dim = QuantizeBlockScaled(empty, *d, kBlocksOfTheFormat);
+    EXPECT_TRUE(IsValueError(no_dim.status()));
+    EXPECT_NE(no_dim.status().message().find("needs the dim"),
+              std::string::npos);
+  }
+}
+
 TEST(BlockScaledFamilyTest, TheFactoryMakesMembersAndRefusesNonsense) {
   auto mine = MakeBlockScaledDType("my_fp8_64x64", dtypes::Float8E4M3FN(),
                                    {dtypes::Float32()},
