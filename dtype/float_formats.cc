@@ -100,6 +100,9 @@ uint32_t MiniFloat::EncodeSaturating(double value) const {
   if (exponent_bits > 0 && mantissa_bits == 0 &&
       !is_signed) {  // e8m0: 2^k only.
     if (!(value > 0)) return 0;
+    const int top = has_nan ? static_cast<int>(nan_code) - 1 : (1 << total) - 1;
+    // Infinity saturates (ilogb would be INT_MAX, and k + bias overflow).
+    if (std::isinf(value)) return static_cast<uint32_t>(top);
     int k = std::ilogb(value);
     const double frac = value / std::ldexp(1.0, k);  // In [1, 2).
     // Round in the log domain at the geometric midpoint sqrt(2): nearest power
@@ -107,7 +110,6 @@ uint32_t MiniFloat::EncodeSaturating(double value) const {
     if (frac > std::sqrt(2.0)) ++k;
     const int code = k + bias;
     if (code < 0) return 0;
-    const int top = has_nan ? static_cast<int>(nan_code) - 1 : (1 << total) - 1;
     return static_cast<uint32_t>(code > top ? top : code);
   }
   const bool negative = std::signbit(value);

@@ -67,6 +67,10 @@ TEST(FloatFormatsTest, E5M2AndE8M0) {
   EXPECT_EQ(s.Decode(127), 1.0);
   EXPECT_EQ(s.Decode(0), std::ldexp(1.0, -127));
   EXPECT_TRUE(std::isnan(s.Decode(0xFF)));
+  // Infinity saturates to the largest finite code (ubsan found k + bias
+  // overflowing from ilogb(inf) = INT_MAX; api_fuzzer input 09e9d808).
+  EXPECT_EQ(s.EncodeSaturating(std::numeric_limits<double>::infinity()), 0xFEu);
+  EXPECT_EQ(s.EncodeSaturating(std::ldexp(1.0, 200)), 0xFEu);
 }
 
 TEST(FloatFormatsTest, EncodeIsNearestForEveryFormat) {
