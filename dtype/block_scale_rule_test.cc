@@ -12,45 +12,20 @@
 namespace strata {
 namespace {
 
-// A frozen context for the rule alone.
-class Context final : public RepresentationValidationContext {
- public:
-  Context(const DType& dtype, Layout l0, Layout l1, Layout s0)
-      : dtype_(dtype),
-        placements_{l0, l1},
-        adjacent_{s0},
-        shapes_{l0.shape(), l1.shape()} {}
-  const DType& logical_dtype() const override { return dtype_; }
-  absl::Span<const SimpleDType* const> storage_dtypes() const override {
-    return dtype_.storage_schema();
-  }
-  absl::Span<const Layout> placement_layouts() const override {
-    return placements_;
-  }
-  absl::Span<const Layout> adjacent_layouts() const override {
-    return adjacent_;
-  }
-  absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
-
- private:
-  const DType& dtype_;
-  std::vector<Layout> placements_, adjacent_;
-  std::vector<IntTuple> shapes_;
-};
-
+using testing::FrozenContext;
 using testing::L;
 
 absl::Status Check(const std::string& l0, const std::string& s0) {
   const BlockScaleRule rule(32);
   return rule.Validate(
-      Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
+      FrozenContext(*dtypes::MXFP8E4M3(), {L(l0), L("(4,2):(2,1)")}, {L(s0)}));
 }
 
 // The mode BlockedMode names, or -1 where the rule refuses.
 int BlockedMode(const std::string& l0, const std::string& s0) {
   const BlockScaleRule rule(32);
   const absl::StatusOr<int> mode = rule.BlockedMode(
-      Context(*dtypes::MXFP8E4M3(), L(l0), L("(4,2):(2,1)"), L(s0)));
+      FrozenContext(*dtypes::MXFP8E4M3(), {L(l0), L("(4,2):(2,1)")}, {L(s0)}));
   return mode.ok() ? *mode : -1;
 }
 

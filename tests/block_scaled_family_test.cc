@@ -26,49 +26,10 @@
 namespace strata {
 namespace {
 
-using Coord = std::vector<int64_t>;
+using testing::Coord;
+using testing::ExpectInvariant;
+using testing::FrozenContext;
 using testing::L;
-
-// Carrier indices reached at every level from a top-level coordinate.
-std::vector<int64_t> Reached(const Tensor& t, const Coord& coord) {
-  const Representation& rep = TensorAccess::representation(t);
-  const Layout& l0 = rep.subtensor(0).placement;
-  const IntTuple c =
-      l0.shape().is_leaf() ? IntTuple(coord[0]) : IntTuple::Flat(coord);
-  std::vector<int64_t> out = {rep.subtensor(0).offset + *l0.Crd2Idx(c)};
-  if (rep.num_levels() == 1) return out;
-  int64_t x = *rep.adjacent_layouts()[0].Crd2Idx(c);
-  for (int level = 1; level < rep.num_levels(); ++level) {
-    const Subtensor& s = rep.subtensor(level);
-    EXPECT_GE(x, 0);
-    EXPECT_LT(x, s.placement.size());
-    out.push_back(s.offset + s.placement(x));
-    if (level + 1 < rep.num_levels()) x = rep.adjacent_layouts()[level](x);
-  }
-  return out;
-}
-
-void ForEachCoord(const std::vector<int64_t>& extents,
-                  const std::function<void(const Coord&)>& body) {
-  for (int64_t e : extents) {
-    if (e == 0) return;
-  }
-  Coord c(extents.size(), 0);
-  while (true) {
-    body(c);
-    size_t k = 0;
-    while (k < c.size() && ++c[k] == extents[k]) c[k++] = 0;
-    if (k == c.size()) return;
-  }
-}
-
-void ExpectInvariant(const Tensor& source, const Tensor& view,
-                     const std::function<Coord(const Coord&)>& sigma) {
-  ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
-  ForEachCoord(view.shape(), [&](const Coord& c) {
-    ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)));
-  });
-}
 
 Tensor Floats(const std::vector<int64_t>& shape, uint64_t seed) {
   int64_t n = 1;
@@ -210,35 +171,10 @@ TEST(BlockScaledFamilyTest, TheFactoryMakesMembersAndRefusesNonsense) {
                        .status()));
 }
 
-// A hand-made context for the rule alone.
-class Context final : public RepresentationValidationContext {
- public:
-  Context(const DType& dtype, std::vector<Layout> placements,
-          std::vector<Layout> adjacent)
-      : dtype_(dtype), placements_(placements), adjacent_(adjacent) {
-    for (const Layout& l : placements_) shapes_.push_back(l.shape());
-  }
-  const DType& logical_dtype() const override { return dtype_; }
-  absl::Span<const SimpleDType* const> storage_dtypes() const override {
-    return dtype_.storage_schema();
-  }
-  absl::Span<const Layout> placement_layouts() const override {
-    return placements_;
-  }
-  absl::Span<const Layout> adjacent_layouts() const override {
-    return adjacent_;
-  }
-  absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
-
- private:
-  const DType& dtype_;
-  std::vector<Layout> placements_, adjacent_;
-  std::vector<IntTuple> shapes_;
-};
-
 absl::Status Judge(const CompoundDType* d, const std::string& l0,
                    const std::string& l1, const std::string& s0) {
-  return FindBlockScaleRule(*d)->Validate(Context(*d, {L(l0), L(l1)}, {L(s0)}));
+  return FindBlockScaleRule(*d)->Validate(
+      FrozenContext(*d, {L(l0), L(l1)}, {L(s0)}));
 }
 
 TEST(BlockScaledFamilyTest, RaggedBlocksAreJudgedThroughLevelOne) {
@@ -297,9 +233,9 @@ TEST(BlockScaledFamilyTest, WholeModesAndDistinctBlocks) {
 TEST(BlockScaledFamilyTest, TheTensorScaleIsOneValue) {
   const CompoundDType* d = dtypes::NVFP4TS();
   const auto judge = [&](const std::string& l2, const std::string& s1) {
-    return FindBlockScaleRule(*d)->Validate(
-        Context(*d, {L("(4,(16,2)):(32,(1,16))"), L("(4,2):(2,1)"), L(l2)},
-                {L("(4,(16,2)):(1,(0,4))"), L(s1)}));
+    return FindBlockScaleRule(*d)->Validate(FrozenContext(
+        *d, {L("(4,(16,2)):(32,(1,16))"), L("(4,2):(2,1)"), L(l2)},
+        {L("(4,(16,2)):(1,(0,4))"), L(s1)}));
   };
   EXPECT_TRUE(judge("1:0", "(4,2):(0,0)").ok());
   EXPECT_TRUE(judge("8:0", "(4,2):(1,4)").ok());  // L_2 is constant.

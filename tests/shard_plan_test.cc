@@ -64,33 +64,37 @@ TEST(ShardPlanTest, TheGranuleIsTheBruteForceOneOnRandomTensors) {
         t = Floats({gen.Uniform(1, 20), gen.Uniform(1, 20)});
         break;
       case 1: {  // Plain with a hierarchical mode (a merging reshape).
-        Tensor p = *Permute(Floats({gen.Uniform(1, 4), gen.Uniform(2, 6),
-                                    gen.Uniform(1, 3)}),
-                            {1, 0, 2});
+        Tensor p = *Permute(
+            Floats({gen.Uniform(1, 4), gen.Uniform(2, 6), gen.Uniform(1, 3)}),
+            {1, 0, 2});
         auto r = Reshape(p, {p.shape()[0] * p.shape()[1], p.shape()[2]});
         t = r.ok() ? *r : p;
         break;
       }
       case 2:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 6), 32 * gen.Uniform(1, 3)}),
-                                 *dtypes::MXFP8E4M3(), 1);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 6), 32 * gen.Uniform(1, 3)}),
+            *dtypes::MXFP8E4M3(), 1);
         break;
       case 3:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 40), 16 * gen.Uniform(1, 9)}),
-                                 *dtypes::NVFP4TS(), 1, ScaleLayout::kSwizzled128x4);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 40), 16 * gen.Uniform(1, 9)}),
+            *dtypes::NVFP4TS(), 1, ScaleLayout::kSwizzled128x4);
         break;
       case 4:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 300), gen.Uniform(1, 3)}),
-                                 *dtypes::FP8E4M3Block128x128(),
-                                 kBlocksOfTheFormat);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 300), gen.Uniform(1, 3)}),
+            *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
         break;
       case 5:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 5), 32 * gen.Uniform(1, 3)}),
-                                 *dtypes::Q4_0(), kBlocksOfTheFormat);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 5), 32 * gen.Uniform(1, 3)}),
+            *dtypes::Q4_0(), kBlocksOfTheFormat);
         break;
       case 6:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 4), gen.Uniform(1, 40)}),
-                                 *dtypes::FP8E4M3Rowwise(), kBlocksOfTheFormat);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 4), gen.Uniform(1, 40)}),
+            *dtypes::FP8E4M3Rowwise(), kBlocksOfTheFormat);
         break;
       case 7: {  // A transposed swizzled Tensor.
         t = *Permute(*QuantizeBlockScaled(Floats({gen.Uniform(1, 36), 64}),
@@ -100,8 +104,9 @@ TEST(ShardPlanTest, TheGranuleIsTheBruteForceOneOnRandomTensors) {
         break;
       }
       default:
-        t = *QuantizeBlockScaled(Floats({gen.Uniform(1, 3), 32 * gen.Uniform(1, 4)}),
-                                 *dtypes::Q8_0(), kBlocksOfTheFormat);
+        t = *QuantizeBlockScaled(
+            Floats({gen.Uniform(1, 3), 32 * gen.Uniform(1, 4)}),
+            *dtypes::Q8_0(), kBlocksOfTheFormat);
         break;
     }
     const std::vector<int64_t> shape = t.shape();
@@ -128,14 +133,12 @@ TEST(ShardPlanTest, TheGranuleIsTheBruteForceOneOnRandomTensors) {
 // mode, 128".
 TEST(ShardPlanTest, GranulesOfTheContract) {
   EXPECT_EQ(*ShardGranule(Floats({7, 9}), 0), 1);
-  const Tensor sw = *QuantizeBlockScaled(Floats({256, 256}),
-                                         *dtypes::MXFP8E4M3(), 1,
-                                         ScaleLayout::kSwizzled128x4);
+  const Tensor sw = *QuantizeBlockScaled(
+      Floats({256, 256}), *dtypes::MXFP8E4M3(), 1, ScaleLayout::kSwizzled128x4);
   EXPECT_EQ(*ShardGranule(sw, 0), 128);
   EXPECT_EQ(*ShardGranule(sw, 1), 128);  // Whole 4-block atoms of columns.
-  const Tensor ds = *QuantizeBlockScaled(Floats({576, 256}),
-                                         *dtypes::FP8E4M3Block128x128(),
-                                         kBlocksOfTheFormat);
+  const Tensor ds = *QuantizeBlockScaled(
+      Floats({576, 256}), *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   EXPECT_EQ(*ShardGranule(ds, 0), 128);
   EXPECT_EQ(*ShardGranule(ds, 1), 128);
   const Tensor mx = *QuantizeBlockScaled(Floats({4, 96}), *dtypes::MXFP4(), 1);
@@ -144,9 +147,8 @@ TEST(ShardPlanTest, GranulesOfTheContract) {
 }
 
 TEST(ShardPlanTest, PartsViewsAndPadding) {
-  const Tensor ds = *QuantizeBlockScaled(Floats({576, 256}),
-                                         *dtypes::FP8E4M3Block128x128(),
-                                         kBlocksOfTheFormat);
+  const Tensor ds = *QuantizeBlockScaled(
+      Floats({576, 256}), *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   // 576 rows = 5 granules of 128 (the last 64): 4 parts take 2,1,1,1.
   auto plan = PlanShards(ds, 0, 4);
   ASSERT_TRUE(plan.ok()) << plan.status();

@@ -28,8 +28,12 @@ namespace {
 
 using Coord = std::vector<int64_t>;
 
+using testing::Describe;
 using testing::ExpectCreatedBounds;
+using testing::ExpectInvariant;
+using testing::ForEachCoord;
 using testing::L;
+using testing::Reached;
 using testing::RowMajorDecode;
 
 Tensor Plain(const std::string& layout, int64_t offset = 0) {
@@ -57,63 +61,6 @@ Tensor BlockScaled(int64_t rows, int64_t cols, int64_t block) {
                        IntTuple::Tuple({1, IntTuple::Tuple({0, rows})}))});
   EXPECT_TRUE(rep.ok()) << rep.status();
   return MakeTensor(*rep);
-}
-
-// Carrier indices reached at every level from the top-level coordinate `coord`.
-std::vector<int64_t> Reached(const Tensor& t, const Coord& coord) {
-  const Representation& rep = TensorAccess::representation(t);
-  const Layout& l0 = rep.subtensor(0).placement;
-  const IntTuple c =
-      l0.shape().is_leaf() ? IntTuple(coord[0]) : IntTuple::Flat(coord);
-  std::vector<int64_t> out = {rep.subtensor(0).offset + *l0.Crd2Idx(c)};
-  if (rep.num_levels() == 1) return out;
-  int64_t x = *rep.adjacent_layouts()[0].Crd2Idx(c);
-  for (int level = 1; level < rep.num_levels(); ++level) {
-    const Subtensor& s = rep.subtensor(level);
-    EXPECT_GE(x, 0);
-    EXPECT_LT(x, s.placement.size());
-    out.push_back(s.offset + s.placement(x));
-    if (level + 1 < rep.num_levels()) x = rep.adjacent_layouts()[level](x);
-  }
-  return out;
-}
-
-void ForEachCoord(const std::vector<int64_t>& extents,
-                  const std::function<void(const Coord&)>& body) {
-  for (int64_t e : extents) {
-    if (e == 0) return;
-  }
-  Coord c(extents.size(), 0);
-  while (true) {
-    body(c);
-    size_t k = 0;
-    while (k < c.size() && ++c[k] == extents[k]) c[k++] = 0;
-    if (k == c.size()) return;
-  }
-}
-
-std::string Describe(const Tensor& t) {
-  const Representation& rep = TensorAccess::representation(t);
-  std::string out;
-  for (int i = 0; i < rep.num_levels(); ++i) {
-    absl::StrAppend(&out, i ? " | " : "", "L", i, "=",
-                    rep.subtensor(i).placement.ToString(), "@",
-                    rep.subtensor(i).offset);
-    if (i + 1 < rep.num_levels()) {
-      absl::StrAppend(&out, " S", i, "=", rep.adjacent_layouts()[i].ToString());
-    }
-  }
-  return out;
-}
-
-// Checks NOTE [ The view invariant ] exhaustively.
-void ExpectInvariant(const Tensor& source, const Tensor& view,
-                     const std::function<Coord(const Coord&)>& sigma) {
-  ASSERT_EQ(view.num_subtensors(), source.num_subtensors());
-  ForEachCoord(view.shape(), [&](const Coord& c) {
-    ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)))
-        << "view " << Describe(view) << " of " << Describe(source);
-  });
 }
 
 int64_t RowMajorIndex(const Coord& c, const std::vector<int64_t>& extents) {

@@ -25,6 +25,7 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
+#include "tests/fuzz/fuzz_file.h"
 
 namespace {
 
@@ -115,16 +116,8 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = memfd_create("gguf_fuzzer", MFD_CLOEXEC);
+  const int fd = strata::fuzz::InputAsFile(data, size, "gguf_fuzzer");
   if (fd < 0) return 0;
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = write(fd, data + done, size - done);
-    if (n <= 0) {
-      close(fd);
-      return 0;
-    }
-    done += n;
-  }
   auto read = ReadGgufFd(fd, "fuzz.gguf");
   close(fd);
   if (!read.ok()) return 0;

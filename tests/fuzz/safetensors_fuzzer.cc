@@ -27,6 +27,7 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
+#include "tests/fuzz/fuzz_file.h"
 
 namespace {
 
@@ -120,16 +121,8 @@ void CheckGroup(const Tensor& t, const uint8_t* data, size_t size) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  const int fd = memfd_create("safetensors_fuzzer", MFD_CLOEXEC);
+  const int fd = strata::fuzz::InputAsFile(data, size, "safetensors_fuzzer");
   if (fd < 0) return 0;
-  for (size_t done = 0; done < size;) {
-    const ssize_t n = write(fd, data + done, size - done);
-    if (n <= 0) {
-      close(fd);
-      return 0;
-    }
-    done += n;
-  }
   auto read = ReadSafetensorsFd(fd, "fuzz.safetensors");
   close(fd);
   if (!read.ok()) return 0;

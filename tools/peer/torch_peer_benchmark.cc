@@ -85,9 +85,11 @@ BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
 
 // --- Views on (8,16,32,64) ---------------------------------------------------
 
-#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr)                   \
+// A view of `make()` (Strata) against the same view of libtorch's one-level
+// (8,16,32,64) float Tensor.
+#define STRATA_VIEW_PAIR_OF(name, make, strata_expr, torch_expr)          \
   void name##_strata(benchmark::State& state) {                           \
-    const Tensor t = StrataRank4();                                       \
+    const Tensor t = make();                                              \
     if (const auto first = (strata_expr); !first.ok()) {                  \
       state.SkipWithError(std::string(first.status().message()).c_str()); \
       return;                                                             \
@@ -104,6 +106,8 @@ BENCHMARK_CAPTURE(Create, rank4 / torch, "(8,16,32,64):(32768,2048,64,1)",
   }                                                                       \
   BENCHMARK(name##_strata)->Name(#name "/strata");                        \
   BENCHMARK(name##_torch)->Name(#name "/torch");
+#define STRATA_VIEW_PAIR(name, strata_expr, torch_expr) \
+  STRATA_VIEW_PAIR_OF(name, StrataRank4, strata_expr, torch_expr)
 
 const std::vector<int64_t> kPerm = {3, 1, 2, 0};
 STRATA_VIEW_PAIR(Permute, Permute(t, kPerm), t.permute({3, 1, 2, 0}))
@@ -163,39 +167,19 @@ Tensor Block128Rank4() {
   return *t;
 }
 
-#define STRATA_BLOCK_VIEW_PAIR(name, make, strata_expr, torch_expr)       \
-  void name##_strata(benchmark::State& state) {                           \
-    const Tensor t = make();                                              \
-    if (const auto first = (strata_expr); !first.ok()) {                  \
-      state.SkipWithError(std::string(first.status().message()).c_str()); \
-      return;                                                             \
-    }                                                                     \
-    const int64_t before = testing::AllocationCount();                    \
-    for (auto _ : state) benchmark::DoNotOptimize(strata_expr);           \
-    ReportAllocs(state, before);                                          \
-  }                                                                       \
-  void name##_torch(benchmark::State& state) {                            \
-    const at::Tensor t = TorchRank4();                                    \
-    const int64_t before = testing::AllocationCount();                    \
-    for (auto _ : state) benchmark::DoNotOptimize(torch_expr);            \
-    ReportAllocs(state, before);                                          \
-  }                                                                       \
-  BENCHMARK(name##_strata)->Name(#name "/strata");                        \
-  BENCHMARK(name##_torch)->Name(#name "/torch");
-
-STRATA_BLOCK_VIEW_PAIR(PermuteNVFP4TS, NVFP4TSRank4, Permute(t, kPerm),
-                       t.permute({3, 1, 2, 0}))
-STRATA_BLOCK_VIEW_PAIR(SliceNVFP4TS, NVFP4TSRank4, Slice(t, 1, 2, 14, 3),
-                       t.slice(1, 2, 14, 3))
-STRATA_BLOCK_VIEW_PAIR(UnsqueezeNVFP4TS, NVFP4TSRank4, Unsqueeze(t, 2),
-                       t.unsqueeze(2))
-STRATA_BLOCK_VIEW_PAIR(PermuteBlock128, Block128Rank4, Permute(t, kPerm),
-                       t.permute({3, 1, 2, 0}))
+STRATA_VIEW_PAIR_OF(PermuteNVFP4TS, NVFP4TSRank4, Permute(t, kPerm),
+                    t.permute({3, 1, 2, 0}))
+STRATA_VIEW_PAIR_OF(SliceNVFP4TS, NVFP4TSRank4, Slice(t, 1, 2, 14, 3),
+                    t.slice(1, 2, 14, 3))
+STRATA_VIEW_PAIR_OF(UnsqueezeNVFP4TS, NVFP4TSRank4, Unsqueeze(t, 2),
+                    t.unsqueeze(2))
+STRATA_VIEW_PAIR_OF(PermuteBlock128, Block128Rank4, Permute(t, kPerm),
+                    t.permute({3, 1, 2, 0}))
 // A tensor-parallel shard: rows [128, 256) of each matrix.
-STRATA_BLOCK_VIEW_PAIR(SliceBlock128, Block128Rank4, Slice(t, 2, 128, 256, 1),
-                       t.slice(2, 16, 32, 1))
-STRATA_BLOCK_VIEW_PAIR(UnsqueezeBlock128, Block128Rank4, Unsqueeze(t, 2),
-                       t.unsqueeze(2))
+STRATA_VIEW_PAIR_OF(SliceBlock128, Block128Rank4, Slice(t, 2, 128, 256, 1),
+                    t.slice(2, 16, 32, 1))
+STRATA_VIEW_PAIR_OF(UnsqueezeBlock128, Block128Rank4, Unsqueeze(t, 2),
+                    t.unsqueeze(2))
 
 // --- DLPack ------------------------------------------------------------------
 
