@@ -212,6 +212,24 @@ TEST(ConventionsTest, EveryFormatWritesAndReadsBackAsItsConvention) {
   }
 }
 
+// Review: a rowwise Tensor of one row writes its scale as per tensor (the
+// same value), so write -> read -> write stays byte-identical.
+TEST(ConventionsTest, OneRowRowwiseWritesPerTensor) {
+  auto row = QuantizeBlockScaled(Source({40}, 3), *dtypes::FP8E4M3Rowwise(),
+                                 kBlocksOfTheFormat);
+  ASSERT_TRUE(row.ok()) << row.status();
+  const std::string a = TempPath("row_a.safetensors"),
+                    b = TempPath("row_b.safetensors");
+  ASSERT_TRUE(WriteSafetensors(a, {{"x.weight", *row}}).ok());
+  auto read = ReadSafetensors(a);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_TRUE(read->tensors[0].tensor.ok()) << read->tensors[0].tensor.status();
+  EXPECT_EQ(&read->tensors[0].tensor->dtype(), dtypes::FP8E4M3Tensorwise());
+  ASSERT_TRUE(
+      WriteSafetensors(b, {{"x.weight", *read->tensors[0].tensor}}).ok());
+  EXPECT_EQ(ReadFile(a), ReadFile(b));
+}
+
 // Scenario: DeepSeek-V3's 576 rows in blocks of 128 import as one ragged
 // fp8_e4m3_block128x128 Tensor; an 8-way row shard at multiples of 128 is a
 // view, the ragged last shard too.

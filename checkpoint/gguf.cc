@@ -299,12 +299,23 @@ absl::Status CheckInfo(Info& t) {
         t, absl::StrCat("dims ", ShapeText(t.shape), " of ", t.ggml->name,
                         " need more bytes than int64 holds"));
   }
-  // The Tensor's layouts must fit too (row strides in nibbles are twice the
-  // bytes).
-  int64_t nibbles;
-  if (!CheckedMul(t.bytes, 2, &nibbles)) {
-    return TensorError(t, absl::StrCat("dims ", ShapeText(t.shape),
-                                       " overflow int64 in nibbles"));
+  if (block > 1) {
+    // The blocks' layouts must fit too, an empty Tensor's included: each
+    // leading mode's stride, a row of blocks in nibbles (twice its bytes)
+    // times the modes inside it, as BuildBlocks forms them.
+    int64_t row_units, rows = 1, stride;
+    bool fits =
+        CheckedMul(t.shape.back() / block, t.ggml->block_bytes * 2, &row_units);
+    for (size_t j = t.shape.size() - 1; fits && j-- > 0;) {
+      fits = CheckedMul(rows, row_units, &stride) &&
+             CheckedMul(rows, t.shape[j], &rows);
+    }
+    if (!fits) {
+      t.bytes = -1;
+      return TensorError(
+          t, absl::StrCat("dims ", ShapeText(t.shape), " of ", t.ggml->name,
+                          " give row strides past int64"));
+    }
   }
   return absl::OkStatus();
 }
@@ -339,7 +350,8 @@ absl::StatusOr<Tensor> BuildBlocks(
   std::vector<int64_t> value_row(rank), scale_row(rank), weight(rank);
   int64_t rows = 1;
   for (int64_t j = rank - 1; j-- > 0;) {
-    value_row[j] = rows * nb * block_bytes * per_byte;  // Fits: < 2 * bytes.
+    // Fits: CheckInfo checked these products, an empty Tensor's too.
+    value_row[j] = rows * nb * block_bytes * per_byte;
     scale_row[j] = rows * nb * (block_bytes / scale_width);
     rows *= t.shape[j];
   }
@@ -563,11 +575,13 @@ absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path) {
   // A key/value takes at least 8 + 4 + 1 bytes, a tensor info 8 + 4 + 4 + 8.
   if (metadata_count > static_cast<uint64_t>(c.remaining() / 13)) {
     return c.Error(absl::StrCat("the metadata count ", metadata_count,
-                                " needs more bytes than the file holds"));
+                                " needs at least 13 bytes each; ",
+                                c.remaining(), " bytes remain"));
   }
   if (tensor_count > static_cast<uint64_t>(c.remaining() / 24)) {
     return c.Error(absl::StrCat("the tensor count ", tensor_count,
-                                " needs more bytes than the file holds"));
+                                " needs at least 24 bytes each; ",
+                                c.remaining(), " bytes remain"));
   }
   absl::flat_hash_set<std::string> keys;
   for (uint64_t k = 0; k < metadata_count; ++k) {
@@ -610,7 +624,8 @@ absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path) {
     STRATA_RETURN_IF_ERROR(c.Read(&n_dims, "n_dims"));
     if (n_dims > static_cast<uint64_t>(c.remaining() / 8)) {
       return c.Error(absl::StrCat("tensor ", Quoted(t.name), " has n_dims ",
-                                  n_dims, ", more dims than the file holds"));
+                                  n_dims, " of 8 bytes each; ", c.remaining(),
+                                  " bytes remain"));
     }
     t.dims.resize(n_dims);
     for (uint64_t& d : t.dims) STRATA_RETURN_IF_ERROR(c.Read(&d, "a dim"));
@@ -623,9 +638,7 @@ absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path) {
   const int64_t end_of_infos = c.at();
   out.data_offset = CeilDiv(end_of_infos, out.alignment) * out.alignment;
   const int64_t data_bytes = std::max<int64_t>(0, file_size - out.data_offset);
-  bool any_data = false;
-  for (const Info& t : infos) any_data = any_data || t.bytes > 0;
-  if (any_data && out.data_offset > file_size) {
+  if (!infos.empty() && out.data_offset > file_size) {
     return c.Error(absl::StrCat("the data section would begin at byte ",
                                 out.data_offset, ", past the end of the file"));
   }

@@ -118,19 +118,22 @@ inline constexpr int kMaxGgufDepth = 64;
 // begins "ReadGguf: not a GGUF file: " and names the byte offset, unless the
 // file cannot be read at all): bad magic; a version other than 2 or 3; a
 // tensor or metadata count, a string or array length that the remaining
-// bytes cannot hold; an unknown metadata value type; arrays nested deeper
-// than kMaxGgufDepth; general.alignment that is not a UINT32 power of two;
-// a duplicate tensor name; n_dims whose dims the file cannot hold; a data
-// section past the end of the file; a tensor offset that is not a multiple
-// of the alignment, or whose bytes lie outside the data section (a
-// truncated last block included); two tensors whose bytes overlap.
-// ResourceExhaustedError when the kernel refuses the mapping.
+// bytes cannot hold; an unknown metadata value type; a metadata key
+// that appears twice; arrays nested deeper than kMaxGgufDepth;
+// general.alignment that is not a UINT32 power of two; a duplicate tensor name;
+// n_dims whose dims the file cannot hold; a data section past the end of the
+// file; a tensor offset that is not a multiple of the alignment, or whose bytes
+// lie outside the data section (a truncated last block included); two tensors
+// whose bytes overlap (a file whose tensors hold no byte still needs its data
+// section to begin within it). ResourceExhaustedError when the kernel refuses
+// the mapping.
 //
 // Errors of one tensor (its entry's status, a ValueError naming it; the
 // others import): n_dims above 4; a ggml type other than F32, F16, Q4_0,
 // Q8_0, I8, I16, I32, I64, F64, BF16, MXFP4 (named, with its number); dims
-// whose product or byte count overflows int64; a block type whose innermost
-// dim is not a multiple of 32, or that has no dim.
+// whose product or byte count (or a block type's row strides, an empty
+// Tensor's included) overflows int64; a block type whose innermost dim is
+// not a multiple of 32, or that has no dim.
 absl::StatusOr<Gguf> ReadGguf(const std::string& path);
 // The same for an open file descriptor (neither closed nor kept open);
 // `path` is the name the carriers report.

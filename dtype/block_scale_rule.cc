@@ -165,17 +165,28 @@ void AbsorbMergingLeaves(absl::Span<const Level1Leaf> leaves,
   }
 }
 
-// Whether pieces (extent, |stride|) reach distinct indices: sorted by stride,
-// each starts past the last index of the one before.
-bool Disjoint(absl::InlinedVector<Piece, 16> pieces) {
+// Whether pieces (extent, |stride|) reach distinct indices: sorted by
+// stride, each steps past the farthest index all the smaller ones reach
+// together (a mixed radix, which is injective). Otherwise *clash names the
+// first piece that does not.
+bool Disjoint(absl::InlinedVector<Piece, 16> pieces, std::string* clash) {
   for (Piece& p : pieces) p.stride = p.stride < 0 ? -p.stride : p.stride;
   std::sort(pieces.begin(), pieces.end(),
             [](const Piece& a, const Piece& b) { return a.stride < b.stride; });
-  for (size_t k = 1; k < pieces.size(); ++k) {
-    const Piece& prev = pieces[k - 1];
-    int64_t last;
-    if (!CheckedMul(prev.stride, prev.extent - 1, &last) ||
-        pieces[k].stride <= last) {
+  int64_t reach = 0;  // The farthest index the pieces so far reach.
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const Piece& p = pieces[k];
+    int64_t span;
+    if (k > 0 && p.stride <= reach) {
+      *clash = absl::StrCat("(", p.extent, "):(", p.stride,
+                            ") steps onto indices up to ", reach,
+                            " that smaller strides reach");
+      return false;
+    }
+    if (!CheckedMul(p.stride, p.extent - 1, &span) ||
+        !CheckedAdd(reach, span, &reach)) {
+      *clash =
+          absl::StrCat("(", p.extent, "):(", p.stride, ") reaches past int64");
       return false;
     }
   }
@@ -396,10 +407,11 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
       if (a.pieces[k].extent > 1) moving.push_back(a.pieces[k]);
     }
   }
-  if (!Disjoint(moving)) {
-    return refuse(
-        "two blocks reach one scale coordinate (the moving pieces "
-        "of S_0 overlap)");
+  std::string clash;
+  if (!Disjoint(moving, &clash)) {
+    return refuse(absl::StrCat(
+        "two blocks reach one scale coordinate: a moving piece of S_0 ",
+        clash));
   }
   absl::InlinedVector<Piece, 16> level1;
   for (size_t j = 0; j < leaves.size(); ++j) {
@@ -429,8 +441,10 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
     }
     level1.push_back({leaf.extent, leaf.stride});
   }
-  if (!Disjoint(level1)) {
-    return refuse("L_1 places two scale coordinates at one carrier index");
+  if (!Disjoint(level1, &clash)) {
+    return refuse(absl::StrCat(
+        "L_1 places two scale coordinates at one carrier index: its leaf ",
+        clash));
   }
 
   if (tensor_scale) {

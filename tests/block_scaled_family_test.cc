@@ -230,6 +230,28 @@ TEST(BlockScaledFamilyTest, WholeModesAndDistinctBlocks) {
                   .ok());
 }
 
+// Review: pieces sorted by stride must each step past everything the smaller
+// ones reach together, not only past the one before (block (0,0,1) and block
+// (1,1,0) both reached scale 4).
+TEST(BlockScaledFamilyTest,
+     BlocksThatShareAScaleThroughSeveralPiecesAreRefused) {
+  const absl::Status shared =
+      Judge(dtypes::MXFP8E4M3(), "(2,2,(32,2)):(128,64,(1,32))", "9:1",
+            "(2,2,(32,2)):(1,3,(0,4))");
+  EXPECT_TRUE(IsValueError(shared)) << shared;
+  EXPECT_NE(shared.message().find("two blocks reach one scale"),
+            std::string::npos)
+      << shared;
+  // L_1 (2,2,2):(1,3,4) puts two scales at carrier index 4.
+  const absl::Status l1 =
+      Judge(dtypes::MXFP8E4M3(), "(2,2,(32,2)):(128,64,(1,32))",
+            "(2,2,2):(1,3,4)", "(2,2,(32,2)):(1,2,(0,4))");
+  EXPECT_TRUE(IsValueError(l1)) << l1;
+  EXPECT_NE(l1.message().find("L_1 places two scale coordinates"),
+            std::string::npos)
+      << l1;
+}
+
 TEST(BlockScaledFamilyTest, TheTensorScaleIsOneValue) {
   const CompoundDType* d = dtypes::NVFP4TS();
   const auto judge = [&](const std::string& l2, const std::string& s1) {

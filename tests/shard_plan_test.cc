@@ -146,6 +146,17 @@ TEST(ShardPlanTest, GranulesOfTheContract) {
   EXPECT_EQ(*ShardGranule(mx, 1), 32);
 }
 
+// Review: a dim L_0 broadcasts holds no block; every row is a view.
+TEST(ShardPlanTest, ABroadcastDimHasGranuleOne) {
+  const Tensor q = *QuantizeBlockScaled(Floats({64}), *dtypes::MXFP8E4M3(), 0);
+  const Tensor b = *BroadcastTo(q, {8, 64});
+  EXPECT_EQ(*ShardGranule(b, 0), 1);
+  EXPECT_EQ(BruteForceGranule(b, 0), 1);
+  auto plan = PlanShards(b, 0, 2);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->parts[1].view.ok());
+}
+
 TEST(ShardPlanTest, PartsViewsAndPadding) {
   const Tensor ds = *QuantizeBlockScaled(
       Floats({576, 256}), *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);

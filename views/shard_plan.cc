@@ -34,12 +34,18 @@ std::vector<std::pair<int64_t, int64_t>> ModeLeaves(const Layout& layout,
   return out;
 }
 
-// Whether every union [a*g, min(b*g, n)) of dim `dim` is a view.
+// The most granules a layout without a closed form is searched over: the
+// unions of g-ranges are quadratic in them.
+constexpr int64_t kMaxSearchedGranules = 64;
+
+// Whether every union [a*g, min(b*g, n)) of dim `dim` is a view (the last
+// union ends at n: no b * g past it is formed).
 bool UnionsAdmitted(const Tensor& t, int64_t dim, int64_t g, int64_t n) {
   const int64_t units = CeilDiv(n, g);
   for (int64_t a = 0; a < units; ++a) {
     for (int64_t b = a + 1; b <= units; ++b) {
-      if (!Slice(t, dim, a * g, std::min(b * g, n)).ok()) return false;
+      const int64_t stop = b == units ? n : b * g;
+      if (!Slice(t, dim, a * g, stop).ok()) return false;
     }
   }
   return true;
@@ -57,8 +63,8 @@ absl::StatusOr<int64_t> ShardGranule(const Tensor& tensor, int64_t dim) {
   const std::vector<int64_t> shape = tensor.shape();
   const int64_t rank = static_cast<int64_t>(shape.size());
   if (dim < 0 || dim >= rank) {
-    return ValueErrorCat("ShardGranule: dim ", dim, " is out of range for rank ",
-                         rank);
+    return ValueErrorCat("ShardGranule: dim ", dim,
+                         " is out of range for rank ", rank);
   }
   const int64_t n = shape[dim];
   if (n <= 1) return 1;
@@ -97,16 +103,18 @@ absl::StatusOr<int64_t> ShardGranule(const Tensor& tensor, int64_t dim) {
     }
     // The rule: a non-ragged block along the dim (a scale constant along
     // the whole dim is a whole mode where the format has one, and any range
-    // of it keeps its scale).
-    if (const CompoundDType* c = tensor.dtype().AsCompound()) {
+    // of it keeps its scale). A dim L_0 broadcasts holds no block.
+    bool broadcast = true;
+    for (const auto& leaf : l0) broadcast = broadcast && leaf.second == 0;
+    const CompoundDType* c = tensor.dtype().AsCompound();
+    if (c != nullptr && !broadcast) {
       const BlockScaleRule* rule = FindBlockScaleRule(*c);
       if (rule != nullptr && !rule->scaling().ragged && !s0.empty() &&
           s0.front().second == 0) {
         const BlockScaling& scaling = rule->scaling();
-        const bool has_whole =
-            scaling.other_modes == kWholeMode ||
-            std::count(scaling.blocks.begin(), scaling.blocks.end(),
-                       kWholeMode) > 0;
+        const bool has_whole = scaling.other_modes == kWholeMode ||
+                               std::count(scaling.blocks.begin(),
+                                          scaling.blocks.end(), kWholeMode) > 0;
         int64_t block = 1;  // The leading stride-0 leaves: one block.
         for (size_t j = 0; j < s0.size() && s0[j].second == 0; ++j) {
           block *= s0[j].first;  // <= n.
@@ -117,8 +125,11 @@ absl::StatusOr<int64_t> ShardGranule(const Tensor& tensor, int64_t dim) {
   }
   if (x >= n) return n;
   if (exact) return x;
-  // No closed form: the multiples of x in turn.
-  for (int64_t g = x; g < n; g += x) {
+  // No closed form (S_0 steps onto no leaf of L_1: a layout a text can hold
+  // but no reader or view makes): the multiples of x in turn where the
+  // unions are few, else the whole dim, which is always a view.
+  if (CeilDiv(n, x) > kMaxSearchedGranules) return n;
+  for (int64_t g = x; g < n; g += x) {  // g < n and x <= n / 2: no overflow.
     if (UnionsAdmitted(tensor, dim, g, n)) return g;
   }
   return n;
@@ -136,10 +147,9 @@ absl::StatusOr<ShardPlan> PlanShards(const Tensor& tensor, int64_t dim,
   const int64_t n = plan.extent;
   const int64_t units = CeilDiv(n, granule);
   if (parts > units) {
-    return ValueErrorCat("PlanShards: dim ", dim, " of extent ", n,
-                         " holds ", units, " granules of ", granule,
-                         " (granule=", granule, "); it cannot split into ",
-                         parts, " parts");
+    return ValueErrorCat("PlanShards: dim ", dim, " of extent ", n, " holds ",
+                         units, " granules of ", granule, " (granule=", granule,
+                         "); it cannot split into ", parts, " parts");
   }
   int64_t step;
   if (!CheckedMul(parts, granule, &step) ||

@@ -19,11 +19,13 @@
 //     that e steps cross below the last one it reaches (the 128-row tile
 //     (32,4,..) of the swizzle: Q = 128; a ragged mode's merging leaf: 2);
 //   - the rule: a non-ragged format's block b along d divides g;
-// so G = min(lcm(P * Q, b), N) (1 where N <= 1). A mode whose last leaf's
-// stride is no leaf weight of L_1 (a layout no Strata reader or view makes)
-// takes the smallest g among the multiples of P * Q whose unions the planner
-// finds admitted. The tests prove G equal to a brute-force search over every
-// union on random Tensors of every format, views of them included.
+// so G = min(lcm(P * Q, b), N) (1 where N <= 1; a dim L_0 broadcasts holds
+// no block). A mode whose last leaf's stride is no leaf weight of L_1 (a
+// layout a text can hold but no Strata reader or view makes) takes the
+// smallest multiple of P * Q whose unions are views, searched where the dim
+// holds at most 64 such multiples, else N (one part: always a view). The tests
+// prove G equal to a brute-force search over every union on random Tensors of
+// every format, views of them included.
 #ifndef STRATA_VIEWS_SHARD_PLAN_H_
 #define STRATA_VIEWS_SHARD_PLAN_H_
 
@@ -40,7 +42,7 @@ namespace strata {
 absl::StatusOr<int64_t> ShardGranule(const Tensor& tensor, int64_t dim);
 
 struct ShardPart {
-  int64_t begin = 0, end = 0;  // [begin, end) along the dim.
+  int64_t begin = 0, end = 0;   // [begin, end) along the dim.
   absl::StatusOr<Tensor> view;  // Slice(tensor, dim, begin, end), or why not.
 };
 

@@ -1,5 +1,6 @@
 #include "checkpoint/internal/conventions.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -413,17 +414,19 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
     blocks.back() = kWholeMode;
   }
   // Block-grid extents and row-major strides.
+  // An empty Tensor (a zero extent; the others may multiply past int64)
+  // writes no value and no scale.
+  const bool empty = std::count(shape.begin(), shape.end(), 0) > 0;
   std::vector<int64_t> grid(rank), grid_stride(rank), block_of(rank);
-  int64_t grid_size = 1;
+  int64_t grid_size = empty ? 0 : 1;
   for (int64_t j = rank; j-- > 0;) {
     block_of[j] =
         blocks[j] == kWholeMode ? std::max<int64_t>(shape[j], 1) : blocks[j];
     grid[j] = CeilDiv(shape[j], block_of[j]);
     grid_stride[j] = grid_size;
-    grid_size *= grid[j];  // At most the Tensor's size.
+    if (!empty) grid_size *= grid[j];  // At most the Tensor's size.
   }
-  int64_t total = 1;
-  for (int64_t e : shape) total *= e;  // The Tensor's size: fits.
+  const int64_t total = empty ? 0 : tensor.size();
   const Subtensor& v = rep.subtensor(0);
   const Subtensor& sc = rep.subtensor(1);
   const Layout& s0 = rep.adjacent_layouts()[0];
@@ -479,7 +482,9 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
   out.push_back({name + written->levels[0].first, written->levels[0].second,
                  value_shape, std::move(value_bytes)});
   std::vector<int64_t> scale_shape = grid;
-  if (d == dtypes::FP8E4M3Tensorwise()) scale_shape.clear();
+  // One scale for the Tensor is written (): per tensor. A rowwise Tensor of
+  // rank <= 1 has one row, the same value, and reads back as tensorwise.
+  if (d == dtypes::FP8E4M3Tensorwise() || rank <= 1) scale_shape.clear();
   out.push_back({name + written->levels[1].first, written->levels[1].second,
                  scale_shape, std::move(scale_out)});
   if (rep.num_levels() == 3) {
