@@ -40,7 +40,11 @@
 //     S_1 has stride 0 on every leaf of extent > 1, or L_2 does.
 // An empty Tensor (L_0 of size 0) has no block and validates whatever S_0 is.
 // Refusals name the dtype, the format's blocks, and what each mode of S_0
-// does instead.
+// does instead. A slice of a ragged format that lies inside one block, or
+// ends inside one, is admitted: its values still reach their own scales, and
+// it is a ragged Tensor with a partial last block (the frozen context cannot
+// tell it from one quantized so); one that starts inside a block and crosses
+// into the next is refused (by the rule, or by level 1's narrowing).
 //
 // NOTE [ Ragged blocks ]
 // Along a mode of extent N that the block b does not divide (DeepSeek-V3's
