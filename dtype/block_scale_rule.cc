@@ -7,7 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "core/errors.h"
@@ -16,6 +15,7 @@
 #include "dtype/registry.h"
 #include "layout/algebra.h"
 #include "layout/checked_math.h"
+#include "layout/small_vector.h"
 
 namespace strata {
 namespace {
@@ -39,15 +39,16 @@ struct ModeScale {
 
 // Every mode of S_0 and its moving pieces, at most a few per mode.
 struct ScaleAnalysis {
-  absl::InlinedVector<ModeScale, 8> modes;
-  absl::InlinedVector<Piece, 16> pieces;
-  absl::InlinedVector<int, 8> first_piece;  // per mode, then one past the end
+  layout_internal::SmallVector<ModeScale, 8> modes;
+  layout_internal::SmallVector<Piece, 16> pieces;
+  layout_internal::SmallVector<int, 8>
+      first_piece;  // per mode, then one past the end
   // Leaves of L_1 that a mode's block absorbed (NOTE [ Ragged blocks ]).
-  absl::InlinedVector<bool, 16> absorbed;
+  layout_internal::SmallVector<bool, 16> absorbed;
 };
 
 // Appends leaf (e, d) to the coalesced pieces of the mode being read.
-using Pieces = absl::InlinedVector<Piece, 16>;
+using Pieces = layout_internal::SmallVector<Piece, 16>;
 
 void AddLeaf(int64_t e, int64_t d, Pieces* scratch) {
   if (e == 1) return;
@@ -120,8 +121,8 @@ struct Level1Leaf {
   int64_t weight;
 };
 
-absl::InlinedVector<Level1Leaf, 16> Level1Leaves(const Layout& l1) {
-  absl::InlinedVector<Level1Leaf, 16> leaves;
+layout_internal::SmallVector<Level1Leaf, 16> Level1Leaves(const Layout& l1) {
+  layout_internal::SmallVector<Level1Leaf, 16> leaves;
   const auto e = l1.shape().leaves();
   const auto d = l1.stride().leaves();
   int64_t weight = 1;
@@ -169,10 +170,18 @@ void AbsorbMergingLeaves(absl::Span<const Level1Leaf> leaves,
 // stride, each steps past the farthest index all the smaller ones reach
 // together (a mixed radix, which is injective). Otherwise *clash names the
 // first piece that does not.
-bool Disjoint(absl::InlinedVector<Piece, 16> pieces, std::string* clash) {
-  for (Piece& p : pieces) p.stride = p.stride < 0 ? -p.stride : p.stride;
-  std::sort(pieces.begin(), pieces.end(),
-            [](const Piece& a, const Piece& b) { return a.stride < b.stride; });
+bool Disjoint(layout_internal::SmallVector<Piece, 16>& pieces,
+              std::string* clash) {
+  // Few pieces: an insertion sort by |stride|.
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    Piece p = pieces[k];
+    p.stride = p.stride < 0 ? -p.stride : p.stride;
+    size_t j = k;
+    for (; j > 0 && pieces[j - 1].stride > p.stride; --j) {
+      pieces[j] = pieces[j - 1];
+    }
+    pieces[j] = p;
+  }
   int64_t reach = 0;  // The farthest index the pieces so far reach.
   for (size_t k = 0; k < pieces.size(); ++k) {
     const Piece& p = pieces[k];
@@ -334,8 +343,9 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
 
   // Match the modes to the format's entries: blocked and unit modes first
   // (they fit one kind of entry), then constant ones, largest first.
-  absl::InlinedVector<bool, 4> used(scaling.blocks.size(), false);
-  absl::InlinedVector<int, 8> constants;
+  layout_internal::SmallVector<bool, 4> used;
+  used.assign(scaling.blocks.size(), false);
+  layout_internal::SmallVector<int, 8> constants;
   for (size_t m = 0; m < a.modes.size(); ++m) {
     ModeScale& mode = a.modes[m];
     if (mode.broadcast || mode.extent <= 1) continue;
@@ -400,7 +410,7 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
   }
 
   // Distinct blocks reach distinct scales.
-  absl::InlinedVector<Piece, 16> moving;
+  layout_internal::SmallVector<Piece, 16> moving;
   for (size_t m = 0; m < a.modes.size(); ++m) {
     if (a.modes[m].broadcast) continue;
     for (int k = a.first_piece[m]; k < a.first_piece[m + 1]; ++k) {
@@ -413,7 +423,7 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
         "two blocks reach one scale coordinate: a moving piece of S_0 ",
         clash));
   }
-  absl::InlinedVector<Piece, 16> level1;
+  layout_internal::SmallVector<Piece, 16> level1;
   for (size_t j = 0; j < leaves.size(); ++j) {
     const Level1Leaf& leaf = leaves[j];
     if (leaf.extent <= 1) continue;

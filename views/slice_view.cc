@@ -1,0 +1,207 @@
+// Slice, with level narrowing (NOTE [ The view invariant ]).
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/base/attributes.h"
+#include "absl/base/optimization.h"
+#include "absl/container/inlined_vector.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "core/tensor_access.h"
+#include "layout/algebra.h"
+#include "layout/checked_math.h"
+#include "layout/small_vector.h"
+#include "views/internal/common.h"
+#include "views/narrow_level.h"
+#include "views/view_paths.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+using views_internal::CheckDim;
+using views_internal::FromTopModes;
+using views_internal::ModeIndex;
+using views_internal::Modes;
+using views_internal::ModeSpec;
+using views_internal::ModeSpecs;
+using views_internal::Named;
+using views_internal::NarrowLevels;
+using views_internal::NotAnAdjacentLayout;
+using views_internal::OneLevelFlatTensor;
+using views_internal::Publish;
+using views_internal::SpecWriter;
+}  // namespace
+
+namespace views_internal {
+
+absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
+                                          int64_t start, int64_t count,
+                                          int64_t step) {
+  const Representation& rep = TensorAccess::representation(tensor);
+  const Modes l_modes = TopLevelModes(rep.subtensor(0).placement);
+  Representation::ViewDraft draft(rep);
+  const bool levels = rep.num_levels() > 1;
+  Modes s_modes;
+  if (levels) s_modes = TopLevelModes(rep.adjacent_layouts()[0]);
+  if (count == 0) {
+    STRATA_ASSIGN_OR_RETURN(Layout empty, Layout::Create(0, 0));
+    Modes l = l_modes;
+    l[dim] = empty;
+    STRATA_ASSIGN_OR_RETURN(draft.placement(0), FromTopModes(l));
+    if (levels) {
+      s_modes[dim] = empty;
+      auto s0 = FromTopModes(s_modes);
+      if (!s0.ok()) return NotAnAdjacentLayout(s0.status());
+      draft.adjacent(0) = *std::move(s0);
+    }
+    return Publish(draft);
+  }
+  std::vector<Layout> operands = {l_modes[dim]};
+  if (levels) operands.push_back(s_modes[dim]);
+  STRATA_ASSIGN_OR_RETURN(Layout stepping, Layout::Create(count, step));
+  auto joint = ComposeJointly(operands, start, stepping);
+  if (!joint.ok()) {
+    return ValueErrorCat("Slice: dim ", dim, " (", l_modes[dim].ToString(),
+                         ") from ", start, " by ", step,
+                         " is not a layout: ", joint.status().message());
+  }
+  Modes l = l_modes;
+  l[dim] = joint->results[0];
+  STRATA_ASSIGN_OR_RETURN(draft.placement(0), FromTopModes(l));
+  if (!CheckedAdd(draft.offset(0), joint->bases[0], &draft.offset(0))) {
+    return ValueError("Slice: offset overflows");
+  }
+  if (levels) {
+    s_modes[dim] = joint->results[1];
+    STRATA_ASSIGN_OR_RETURN(draft.adjacent(0), FromTopModes(s_modes));
+    STRATA_RETURN_IF_ERROR(NarrowLevels(rep, joint->bases[1], &draft));
+  }
+  return Publish(draft);
+}
+
+}  // namespace views_internal
+
+// A slice of an integer mode (in L_0 and S_0) by at least two elements is the
+// integer mode count:(step * stride) from start * stride (what composition
+// gives, views_test: SliceFastPathEqualsComposition); anything else goes
+// through composition.
+static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
+                                        int64_t start, int64_t stop,
+                                        int64_t step) {
+  const Representation& rep = TensorAccess::representation(tensor);
+  const Layout& l0 = rep.subtensor(0).placement;
+  const ModeIndex elements(l0.shape());
+  STRATA_RETURN_IF_ERROR(CheckDim("Slice", dim, elements.size()));
+  const int64_t extent = elements.extents()[dim];
+  if (step <= 0) return ValueErrorCat("Slice: step ", step, " is not positive");
+  if (start < 0 || start > stop || stop > extent) {
+    return ValueErrorCat("Slice: [", start, ", ", stop,
+                         ") is not a range within [0, ", extent,
+                         "] with start <= stop (dim ", dim, ")");
+  }
+  // ceil((stop - start) / step) without overflow: 0 <= stop - start and
+  // step > 0 (NumPy and PyTorch give 1 element for Slice(t, d, 0, 8,
+  // INT64_MAX)).
+  const int64_t count = CeilDiv(stop - start, step);
+  const bool levels = rep.num_levels() > 1;
+  const bool integer_mode = elements.token(dim + 1) - elements.token(dim) == 1;
+  int64_t l_stride, s_stride = 0;
+  if (count >= 2 && integer_mode &&
+      CheckedMul(step, l0.stride().leaves()[elements.leaf(dim)], &l_stride) &&
+      (!levels ||
+       CheckedMul(
+           step,
+           rep.adjacent_layouts()[0].stride().leaves()[elements.leaf(dim)],
+           &s_stride))) {
+    const int leaf = elements.leaf(dim);
+    // start < extent: start * stride is a reachable index, no overflow.
+    const int64_t l_base = start * l0.stride().leaves()[leaf];
+    int64_t offset;
+    if (!CheckedAdd(rep.subtensor(0).offset, l_base, &offset)) {
+      return ValueError("Slice: offset overflows");
+    }
+    // The new bounds are the source's with mode dim's part changed: leaf
+    // (extent, s) becomes (count, step * s), and (count - 1) * step <=
+    // extent - 1, so no sum can overflow (NOTE [ Layout bounds ] in
+    // layout/layout.cc). An empty source has its bounds computed.
+    auto shifted = [&](const Layout& source, int64_t stride, int64_t* max,
+                       int64_t* min) {
+      const int64_t old_stride = source.stride().leaves()[leaf];
+      const int64_t change = (count - 1) * stride - (extent - 1) * old_stride;
+      *max = source.max_index() + (old_stride >= 0 ? change : 0);
+      *min = source.min_index() + (old_stride >= 0 ? 0 : change);
+    };
+    const bool empty = l0.size() == 0;
+    constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+    if (!levels && !empty && elements.flat() && elements.size() <= kFlat) {
+      // NOTE [ One-level flat views ] in core/representation.cc. The slice
+      // fits the carrier: its new offset plus each reachable index is an
+      // index the validated source reaches (start < extent, and the kept
+      // coordinates are a subset of the source's), and OneLevelFlatView's
+      // debug check confirms it.
+      int64_t extents[kFlat] = {};
+      int64_t strides[kFlat] = {};
+      const int n = elements.size();
+      std::copy_n(l0.shape().leaves().data(), n, extents);
+      std::copy_n(l0.stride().leaves().data(), n, strides);
+      extents[dim] = count;
+      strides[dim] = l_stride;
+      LayoutAssembler::DerivedBounds bounds;
+      bounds.size = l0.size() / extent * count;
+      shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
+      return OneLevelFlatTensor(rep, offset, n, extents, strides, bounds);
+    }
+    Representation::ViewDraft draft(rep);
+    const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
+    // Every mode kept but dim, which becomes (count):(step * stride).
+    ModeSpecs specs;
+    SpecWriter writer(&specs, elements.size());
+    for (int i = 0; i < elements.size(); ++i) {
+      writer.Append(i == dim ? ModeSpec{-1, count, l_stride, s_stride}
+                             : ModeSpec{i, 0});
+    }
+    writer.Finish();
+    LayoutAssembler::DerivedBounds bounds;
+    if (!empty) {
+      bounds.size = l0.size() / extent * count;
+      shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
+      if (levels) {
+        shifted(*s0, s_stride, &bounds.twin_max_index, &bounds.twin_min_index);
+      }
+    }
+    if (absl::Status s = LayoutAssembler::GatherModes(
+            l0, elements.table(), s0,
+            absl::MakeConstSpan(specs.data(), specs.size()),
+            empty ? nullptr : &bounds, &draft.placement(0),
+            levels ? &draft.adjacent(0) : nullptr);
+        !s.ok()) {
+      // Not reached: an empty source's bounds are computed, and every part
+      // of them is at most the validated source's.
+      return s;
+    }
+    draft.offset(0) = offset;
+    if (levels) {
+      const int64_t s_base = start * s0->stride().leaves()[leaf];
+      STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
+    }
+    return Publish(draft);
+  }
+  return views_internal::SliceByComposition(tensor, dim, start, count, step);
+}
+
+absl::StatusOr<Tensor> Slice(const Tensor& tensor, int64_t dim, int64_t start,
+                             int64_t stop, int64_t step) {
+  absl::StatusOr<Tensor> result = SliceImpl(tensor, dim, start, stop, step);
+  Named("Slice", &result);
+  return result;
+}
+
+}  // namespace strata
