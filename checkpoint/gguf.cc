@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "carrier/mapped_carrier.h"
+#include "checkpoint/internal/names.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -32,18 +33,11 @@
 namespace strata {
 namespace {
 
+using checkpoint_internal::Quoted;
+using checkpoint_internal::ShapeText;
+
 constexpr char kNotGguf[] = "ReadGguf: not a GGUF file: ";
 constexpr int kMaxDims = 4;
-
-std::string Quoted(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  return absl::StrCat("\"", s.substr(0, kMax), s.size() > kMax ? "..." : "",
-                      "\"");
-}
-
-std::string ShapeText(absl::Span<const int64_t> shape) {
-  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
-}
 
 // Bytes of one scalar of a metadata type; 0 for strings, arrays and unknown
 // types.

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
+#include "checkpoint/internal/names.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -41,16 +42,6 @@ const char* RoleSuffix(Role role) {
     if (r == role) return suffix.data();
   }
   return "";
-}
-
-std::string ShapeText(absl::Span<const int64_t> shape) {
-  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
-}
-
-std::string Quoted(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  return absl::StrCat("\"", s.substr(0, kMax), s.size() > kMax ? "..." : "",
-                      "\"");
 }
 
 // The convention of a group, by the members present.

@@ -1,5 +1,3 @@
-#include "checkpoint/safetensors.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +20,8 @@
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/internal/conventions.h"
+#include "checkpoint/internal/names.h"
+#include "checkpoint/safetensors.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -36,6 +36,11 @@
 
 namespace strata {
 namespace {
+
+using checkpoint_internal::FromSafetensorsName;
+using checkpoint_internal::Quoted;
+using checkpoint_internal::ShapeText;
+using checkpoint_internal::ToSafetensorsName;
 
 // NOTE [ The safetensors header parser ]
 // The header is parsed by nlohmann/json (Debian's nlohmann-json3-dev), not by
@@ -54,54 +59,11 @@ using Json = nlohmann::ordered_json;
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
 constexpr absl::string_view kMetadataKey = "__metadata__";
 
-struct DTypeName {
-  absl::string_view safetensors;
-  const SimpleDType* (*dtype)();
-};
-
-// clang-format off
-constexpr DTypeName kDTypeNames[] = {
-    {"BOOL", dtypes::Bool},       {"U8", dtypes::UInt8},
-    {"I8", dtypes::Int8},         {"I16", dtypes::Int16},
-    {"I32", dtypes::Int32},       {"I64", dtypes::Int64},
-    {"F16", dtypes::Float16},     {"BF16", dtypes::BFloat16},
-    {"F32", dtypes::Float32},     {"F64", dtypes::Float64},
-    {"F8_E4M3", dtypes::Float8E4M3FN},
-    {"F8_E5M2", dtypes::Float8E5M2},
-    {"F8_E8M0", dtypes::Float8E8M0FNU},
-    {"F4", dtypes::Float4E2M1FN},
-};
-// clang-format on
-
-const SimpleDType* FromSafetensorsName(absl::string_view name) {
-  for (const DTypeName& d : kDTypeNames) {
-    if (d.safetensors == name) return d.dtype();
-  }
-  return nullptr;
-}
-
-absl::string_view ToSafetensorsName(const DType& dtype) {
-  for (const DTypeName& d : kDTypeNames) {
-    if (d.dtype() == &dtype) return d.safetensors;
-  }
-  return {};
-}
-
-std::string Quoted(absl::string_view s) {
-  constexpr size_t kMax = 80;
-  return absl::StrCat("\"", s.substr(0, kMax), s.size() > kMax ? "..." : "",
-                      "\"");
-}
-
 // A JSON value as text for a message (at most ~80 characters).
 std::string JsonText(const Json& value) {
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
   if (text.size() > 80) text = absl::StrCat(text.substr(0, 80), "...");
   return text;
-}
-
-std::string ShapeText(absl::Span<const int64_t> shape) {
-  return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
 }
 
 // The SAX pass of NOTE [ The safetensors header parser ].
@@ -721,349 +683,6 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
                                  : BuildPlain(p, entries[p.first], region)});
   }
   return result;
-}
-
-namespace {
-
-// Whether `s` is valid UTF-8 (what a JSON string must be).
-bool IsUtf8(absl::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const unsigned char c = s[i];
-    int more;
-    uint32_t cp;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      more = 1;
-      cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      more = 2;
-      cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      more = 3;
-      cp = c & 0x07;
-    } else {
-      return false;
-    }
-    if (i + more >= s.size()) return false;
-    for (int k = 1; k <= more; ++k) {
-      const unsigned char d = s[i + k];
-      if ((d & 0xC0) != 0x80) return false;
-      cp = cp << 6 | (d & 0x3F);
-    }
-    static constexpr uint32_t kMin[] = {0, 0x80, 0x800, 0x10000};
-    if (cp < kMin[more] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      return false;
-    }
-    i += more + 1;
-  }
-  return true;
-}
-
-// Walks the row-major coordinates of `modes` (the top-level modes of a
-// placement and, optionally, of an adjacent layout of the same shape), calling
-// f(row_major_index, index_a, index_b).
-template <typename F>
-void ForEachRowMajor(absl::Span<const Layout> a, absl::Span<const Layout> b,
-                     F&& f) {
-  const size_t rank = a.size();
-  int64_t total = 1;
-  for (const Layout& m : a) total *= m.size();  // Fits: a placement's size.
-  if (total == 0) return;
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t r = 0; r < total; ++r) {
-    int64_t ia = 0, ib = 0;
-    for (size_t j = 0; j < rank; ++j) {
-      ia += a[j](coord[j]);
-      if (!b.empty()) ib += b[j](coord[j]);
-    }
-    f(r, ia, ib);
-    for (size_t j = rank; j-- > 0;) {
-      if (++coord[j] < a[j].size()) break;
-      coord[j] = 0;
-    }
-  }
-}
-
-// What one tensor writes: its entries and their bytes, produced on demand.
-struct WritePlan {
-  std::string name;
-  const Tensor* tensor;
-  bool pair = false;
-  const SimpleDType* dtype = nullptr;  // One-level.
-  std::vector<int64_t> shape;          // One-level: the shape; pair: logical.
-  int64_t bytes = 0;                   // One-level.
-  int64_t block_bytes = 0, scale_bytes = 0;  // Pair.
-  // A convention's members (NOTE [ Checkpoint conventions ]), bytes made.
-  std::vector<checkpoint_internal::WrittenMember> members;
-};
-
-absl::Status WriteError(absl::string_view name, absl::string_view message) {
-  return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), ": ",
-                       message);
-}
-
-absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
-  WritePlan p;
-  p.name = name;
-  p.tensor = &t;
-  p.shape = t.shape();
-  const Representation& rep = TensorAccess::representation(t);
-  for (const Subtensor& s : rep.subtensors()) {
-    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
-      return WriteError(name, absl::StrCat("the ", s.carrier->Describe(),
-                                           " holds no host data"));
-    }
-  }
-  if (rep.num_levels() == 1) {
-    p.dtype = t.dtype().AsSimple();
-    if (p.dtype == nullptr || ToSafetensorsName(*p.dtype).empty()) {
-      return WriteError(name, absl::StrCat("dtype ", t.dtype().name(),
-                                           " has no safetensors dtype"));
-    }
-    STRATA_ASSIGN_OR_RETURN(p.bytes, StorageBytes(*p.dtype, t.size()));
-    return p;
-  }
-  if (auto members = checkpoint_internal::ConventionMembers(name, t)) {
-    STRATA_ASSIGN_OR_RETURN(p.members, std::move(*members));
-    return p;
-  }
-  if (&t.dtype() != dtypes::MXFP4()) {
-    return WriteError(name, absl::StrCat("a ", rep.num_levels(),
-                                         "-level Tensor of ", t.dtype().name(),
-                                         " has no safetensors form (mxfp4 "
-                                         "writes as a .blocks/.scales pair, "
-                                         "the formats of a checkpoint "
-                                         "convention as its members)"));
-  }
-  if (p.shape.empty() || p.shape.back() % 32 != 0) {
-    return WriteError(
-        name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
-                           " is not blocked along its last dim "
-                           "(its extent is not a multiple of "
-                           "32)"));
-  }
-  p.pair = true;
-  const int64_t values = t.size();
-  p.block_bytes = values / 2;
-  p.scale_bytes = values / 32;
-  return p;
-}
-
-// The row-major bytes of a one-level Tensor.
-std::string OneLevelBytes(const WritePlan& p) {
-  const Tensor& t = *p.tensor;
-  std::string out(p.bytes, '\0');
-  const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
-  const int bits = p.dtype->bits();
-  const auto modes = TopLevelModes(t.layout());
-  const int64_t offset = t.offset();
-  uint8_t* dst = reinterpret_cast<uint8_t*>(out.data());
-  ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
-    const int64_t from = offset + index;
-    if (bits % 8 == 0) {
-      std::memcpy(dst + r * (bits / 8), src + from * (bits / 8), bits / 8);
-    } else {
-      WritePacked(dst, bits, r, ReadPacked(src, bits, from));
-    }
-  });
-  return out;
-}
-
-// The .blocks and .scales bytes of an mxfp4 Tensor; ValueError when a block of
-// 32 consecutive values of the last dim does not share one scale.
-absl::Status PairBytes(const WritePlan& p, std::string* blocks,
-                       std::string* scales) {
-  const Representation& rep = TensorAccess::representation(*p.tensor);
-  const Subtensor& v = rep.subtensor(0);
-  const Subtensor& s = rep.subtensor(1);
-  const Layout& s0 = rep.adjacent_layouts()[0];
-  blocks->assign(p.block_bytes, '\0');
-  scales->assign(p.scale_bytes, '\0');
-  const uint8_t* vsrc = static_cast<const uint8_t*>(v.carrier->data());
-  const uint8_t* ssrc = static_cast<const uint8_t*>(s.carrier->data());
-  uint8_t* bdst = reinterpret_cast<uint8_t*>(blocks->data());
-  uint8_t* sdst = reinterpret_cast<uint8_t*>(scales->data());
-  const auto l0_modes = TopLevelModes(v.placement);
-  const auto s0_modes = TopLevelModes(s0);
-  int64_t block_scale = 0;
-  absl::Status status;
-  ForEachRowMajor(l0_modes, s0_modes, [&](int64_t r, int64_t iv, int64_t is) {
-    if (!status.ok()) return;
-    WritePacked(bdst, 4, r, ReadPacked(vsrc, 4, v.offset + iv));
-    if (r % 32 == 0) {
-      block_scale = is;
-      sdst[r / 32] = ssrc[s.offset + s.placement(is)];
-    } else if (is != block_scale) {
-      status = WriteError(
-          p.name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
-                               " is not blocked along its last dim (values ",
-                               r - r % 32, " and ", r,
-                               " in row-major order have different scales); "
-                               "the safetensors pair stores 32 consecutive "
-                               "values of the last dim per scale"));
-    }
-  });
-  return status;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(n);
-  }
-  return true;
-}
-
-Json ShapeJson(absl::Span<const int64_t> shape) {
-  Json out = Json::array();
-  for (int64_t x : shape) out.push_back(x);
-  return out;
-}
-
-}  // namespace
-
-absl::Status WriteSafetensors(
-    const std::string& path,
-    absl::Span<const std::pair<std::string, Tensor>> tensors,
-    absl::Span<const std::pair<std::string, std::string>> metadata) {
-  absl::flat_hash_set<std::string> names;
-  auto claim = [&](const std::string& name) -> absl::Status {
-    if (name == kMetadataKey) {
-      return WriteError(name, "the name is reserved for the metadata");
-    }
-    if (!IsUtf8(name)) return WriteError(name, "the name is not UTF-8");
-    if (!names.insert(name).second) {
-      return WriteError(name, "the name is written twice");
-    }
-    return absl::OkStatus();
-  };
-  absl::flat_hash_set<std::string> keys;
-  for (const auto& [key, value] : metadata) {
-    if (!IsUtf8(key) || !IsUtf8(value)) {
-      return ValueErrorCat("WriteSafetensors: __metadata__ ", Quoted(key),
-                           " is not UTF-8");
-    }
-    if (!keys.insert(key).second) {
-      return ValueErrorCat("WriteSafetensors: __metadata__ ", Quoted(key),
-                           " is written twice");
-    }
-  }
-  std::vector<WritePlan> planned;
-  for (const auto& [name, tensor] : tensors) {
-    STRATA_ASSIGN_OR_RETURN(WritePlan p, PlanTensor(name, tensor));
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) STRATA_RETURN_IF_ERROR(claim(m.name));
-    } else if (p.pair) {
-      STRATA_RETURN_IF_ERROR(claim(name + ".blocks"));
-      STRATA_RETURN_IF_ERROR(claim(name + ".scales"));
-    } else {
-      STRATA_RETURN_IF_ERROR(claim(name));
-    }
-    planned.push_back(std::move(p));
-  }
-  // The header.
-  Json root = Json::object();
-  if (!metadata.empty()) {
-    Json m = Json::object();
-    for (const auto& [key, value] : metadata) m[key] = value;
-    root[std::string(kMetadataKey)] = std::move(m);
-  }
-  int64_t at = 0;
-  auto add = [&](const std::string& name, absl::string_view dtype,
-                 absl::Span<const int64_t> shape, int64_t bytes) {
-    Json info = Json::object();
-    info["dtype"] = std::string(dtype);
-    info["shape"] = ShapeJson(shape);
-    info["data_offsets"] = Json::array({at, at + bytes});
-    root[name] = std::move(info);
-    at += bytes;
-  };
-  for (const WritePlan& p : planned) {
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) {
-        add(m.name, m.dtype, m.shape, static_cast<int64_t>(m.bytes.size()));
-      }
-      continue;
-    }
-    if (!p.pair) {
-      add(p.name, ToSafetensorsName(*p.dtype), p.shape, p.bytes);
-      continue;
-    }
-    std::vector<int64_t> scale_shape = p.shape;
-    scale_shape.back() /= 32;
-    std::vector<int64_t> block_shape = scale_shape;
-    block_shape.push_back(16);
-    add(p.name + ".blocks", "U8", block_shape, p.block_bytes);
-    add(p.name + ".scales", "U8", scale_shape, p.scale_bytes);
-  }
-  std::string header =
-      root.dump(-1, ' ', false, Json::error_handler_t::replace);
-  header.append((8 - header.size() % 8) % 8, ' ');
-  const std::string prefix = SafetensorsLengthPrefix(header.size());
-
-  // Written to a temporary file beside `path`, renamed over it at the end.
-  const std::string temporary =
-      absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()));
-  const int fd =
-      open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) {
-    return ValueErrorCat("WriteSafetensors: cannot create ", Quoted(temporary),
-                         ": ", std::strerror(errno));
-  }
-  auto fail = [&](absl::Status status) {
-    close(fd);
-    unlink(temporary.c_str());
-    return status;
-  };
-  auto write_error = [&]() {
-    return ValueErrorCat("WriteSafetensors: cannot write ", Quoted(temporary),
-                         ": ", std::strerror(errno));
-  };
-  if (!WriteAll(fd, prefix) || !WriteAll(fd, header))
-    return fail(write_error());
-  for (const WritePlan& p : planned) {
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) {
-        if (!WriteAll(fd, m.bytes)) return fail(write_error());
-      }
-      continue;
-    }
-    if (!p.pair) {
-      if (!WriteAll(fd, OneLevelBytes(p))) return fail(write_error());
-      continue;
-    }
-    std::string blocks, scales;
-    const absl::Status status = PairBytes(p, &blocks, &scales);
-    if (!status.ok()) return fail(status);
-    if (!WriteAll(fd, blocks) || !WriteAll(fd, scales)) {
-      return fail(write_error());
-    }
-  }
-  if (close(fd) != 0) {
-    unlink(temporary.c_str());
-    return write_error();
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    const absl::Status status =
-        ValueErrorCat("WriteSafetensors: cannot rename ", Quoted(temporary),
-                      " to ", Quoted(path), ": ", std::strerror(errno));
-    unlink(temporary.c_str());
-    return status;
-  }
-  return absl::OkStatus();
-}
-
-std::string SafetensorsLengthPrefix(uint64_t header_bytes) {
-  std::string prefix(8, '\0');
-  for (int k = 0; k < 8; ++k) {
-    prefix[k] = static_cast<char>(header_bytes >> (8 * k));
-  }
-  return prefix;
 }
 
 }  // namespace strata
