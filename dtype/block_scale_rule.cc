@@ -295,7 +295,8 @@ absl::Status Judge(const BlockScaling& scaling, bool tensor_scale,
   if (merging) AbsorbMergingLeaves(leaves, &a);
 
   const auto refuse = [&](absl::string_view problem) {
-    return ValueErrorCat(name, " needs ", scaling.Describe(), ": ", problem,
+    return ValueErrorCat(name, " needs ", scaling.Describe(),
+                         " (its block scaling): ", problem,
                          " (S_0 = ", s0.ToString(), ": ", ModesText(s0),
                          "; L_1 = ", l1.ToString(), ")");
   };
