@@ -38,6 +38,7 @@ namespace strata {
 namespace {
 
 using checkpoint_internal::FromSafetensorsName;
+using checkpoint_internal::kMetadataKey;
 using checkpoint_internal::Quoted;
 using checkpoint_internal::ShapeText;
 using checkpoint_internal::ToSafetensorsName;
@@ -57,7 +58,6 @@ using checkpoint_internal::ToSafetensorsName;
 using Json = nlohmann::ordered_json;
 
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
-constexpr absl::string_view kMetadataKey = "__metadata__";
 
 // A JSON value as text for a message (at most ~80 characters).
 std::string JsonText(const Json& value) {

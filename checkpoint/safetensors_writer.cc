@@ -39,11 +39,11 @@ namespace strata {
 namespace {
 
 using checkpoint_internal::FromSafetensorsName;
+using checkpoint_internal::kMetadataKey;
 using checkpoint_internal::Quoted;
 using checkpoint_internal::ShapeText;
 using checkpoint_internal::ToSafetensorsName;
 using Json = nlohmann::ordered_json;
-constexpr absl::string_view kMetadataKey = "__metadata__";
 
 }  // namespace
 

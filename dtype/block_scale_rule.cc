@@ -549,6 +549,23 @@ const BlockScaleRule* FindBlockScaleRule(const CompoundDType& dtype) {
   return nullptr;
 }
 
+BlockGrid MakeBlockGrid(absl::Span<const int64_t> extents,
+                        absl::Span<const int64_t> block_of_mode) {
+  const size_t rank = extents.size();
+  BlockGrid g;
+  g.block.resize(rank);
+  g.count.resize(rank);
+  g.stride.resize(rank);
+  for (size_t m = rank; m-- > 0;) {
+    const int64_t n = extents[m], b = block_of_mode[m];
+    g.block[m] = std::max<int64_t>(1, b == kWholeMode ? n : std::min(b, n));
+    g.count[m] = CeilDiv(n, g.block[m]);
+    g.stride[m] = g.size;
+    g.size *= g.count[m];  // At most the product of the extents.
+  }
+  return g;
+}
+
 IntTuple ScaleGridMode(int64_t extent, int64_t block) {
   if (block <= 1 || extent == 0) return extent;
   if (block >= extent) return 1;

@@ -191,6 +191,20 @@ struct RowMajorBlockScaledLayouts {
 absl::StatusOr<RowMajorBlockScaledLayouts> MakeRowMajorBlockScaledLayouts(
     absl::Span<const int64_t> extents, absl::Span<const int64_t> block_of_mode);
 
+// The blocks of a Tensor of `extents` (with `block_of_mode[m]` values per
+// block along mode m, kWholeMode for one block along the whole mode) as a
+// row-major grid: per mode the values a block spans (at most the extent, at
+// least 1), the number of blocks ceil(N / b) and the grid's stride; size is
+// the number of blocks (0 for an empty Tensor). The block grid the quantizer
+// and the convention writer walk; the extents' product must fit (a Tensor's
+// does).
+struct BlockGrid {
+  std::vector<int64_t> block, count, stride;
+  int64_t size = 1;
+};
+BlockGrid MakeBlockGrid(absl::Span<const int64_t> extents,
+                        absl::Span<const int64_t> block_of_mode);
+
 // The one-blocked-mode form of MakeBlockScaledValueLayouts: blocks of `block`
 // along `blocked_dim`, 1 on the other modes.
 absl::StatusOr<BlockScaledValueLayouts> MakeBlockScaledValueLayouts(

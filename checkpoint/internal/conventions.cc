@@ -405,27 +405,16 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
     blocks.back() = kWholeMode;
   }
   // Block-grid extents and row-major strides.
-  // An empty Tensor (a zero extent; the others may multiply past int64)
-  // writes no value and no scale.
-  const bool empty = std::count(shape.begin(), shape.end(), 0) > 0;
-  std::vector<int64_t> grid(rank), grid_stride(rank), block_of(rank);
-  int64_t grid_size = empty ? 0 : 1;
-  for (int64_t j = rank; j-- > 0;) {
-    block_of[j] =
-        blocks[j] == kWholeMode ? std::max<int64_t>(shape[j], 1) : blocks[j];
-    grid[j] = CeilDiv(shape[j], block_of[j]);
-    grid_stride[j] = grid_size;
-    if (!empty) grid_size *= grid[j];  // At most the Tensor's size.
-  }
-  const int64_t total = empty ? 0 : tensor.size();
+  const BlockGrid grid = MakeBlockGrid(shape, blocks);
+  const int64_t total = tensor.size();
   const Subtensor& v = rep.subtensor(0);
   const Subtensor& sc = rep.subtensor(1);
   const Layout& s0 = rep.adjacent_layouts()[0];
   const int value_bits = v.storage_dtype->bits();
   const int scale_bytes = sc.storage_dtype->bits() / 8;
   std::string value_bytes((total * value_bits + 7) / 8, '\0');
-  std::string scale_out(grid_size * scale_bytes, '\0');
-  std::vector<int64_t> scale_of_block(grid_size, -1);
+  std::string scale_out(grid.size * scale_bytes, '\0');
+  std::vector<int64_t> scale_of_block(grid.size, -1);
   const auto l0_modes = TopLevelModes(v.placement);
   const auto s0_modes = TopLevelModes(s0);
   const auto* vsrc = static_cast<const uint8_t*>(v.carrier->data());
@@ -437,7 +426,7 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
     for (int64_t j = 0; j < rank; ++j) {
       iv += l0_modes[j](coord[j]);
       is += s0_modes[j](coord[j]);
-      g += coord[j] / block_of[j] * grid_stride[j];
+      g += coord[j] / grid.block[j] * grid.stride[j];
     }
     if (value_bits == 8) {
       vdst[r] = vsrc[v.offset + iv];
@@ -472,7 +461,7 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
   if (value_bits == 4) value_shape.back() /= 2;  // K/2 bytes of U8.
   out.push_back({name + written->levels[0].first, written->levels[0].second,
                  value_shape, std::move(value_bytes)});
-  std::vector<int64_t> scale_shape = grid;
+  std::vector<int64_t> scale_shape = grid.count;
   // One scale for the Tensor is written (): per tensor. A rowwise Tensor of
   // rank <= 1 has one row, the same value, and reads back as tensorwise.
   if (d == dtypes::FP8E4M3Tensorwise() || rank <= 1) scale_shape.clear();

@@ -13,6 +13,9 @@
 namespace strata {
 namespace checkpoint_internal {
 
+// The key of a safetensors header's metadata object.
+inline constexpr absl::string_view kMetadataKey = "__metadata__";
+
 // The Strata dtype of a safetensors dtype name (the table of
 // checkpoint/safetensors.h), or nullptr.
 const SimpleDType* FromSafetensorsName(absl::string_view name);

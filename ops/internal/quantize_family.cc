@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "dtype/block_scale_rule.h"
 #include "dtype/float_formats.h"
 #include "ops/internal/narrow_codes.h"
 #include "ops/internal/quantize_kernel.h"
@@ -45,32 +46,6 @@ void PackNibbles(const uint8_t* codes, int64_t n, int64_t first,
   }
 }
 
-// The grid of blocks: per mode the block extent (the mode's extent for a
-// whole one) and the number of blocks, and row-major strides over it.
-struct Grid {
-  std::vector<int64_t> block, count, stride;
-  int64_t size = 1;
-};
-
-Grid MakeGrid(absl::Span<const int64_t> extents,
-              absl::Span<const int64_t> block_of_mode) {
-  const size_t rank = extents.size();
-  Grid g;
-  g.block.resize(rank);
-  g.count.resize(rank);
-  g.stride.resize(rank);
-  for (size_t m = 0; m < rank; ++m) {
-    const int64_t b = block_of_mode[m];
-    g.block[m] = b == 0 ? extents[m] : std::min(b, extents[m]);
-    g.count[m] = (extents[m] + g.block[m] - 1) / g.block[m];
-  }
-  for (size_t m = rank; m-- > 0;) {
-    g.stride[m] = g.size;
-    g.size *= g.count[m];
-  }
-  return g;
-}
-
 // q8_0 and q4_0: blocks of 32 consecutive values, a chunk of blocks at a
 // time (the q4_0 codes pass through a small buffer to be packed).
 void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
@@ -108,7 +83,7 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
   const int rank = static_cast<int>(extents.size());
   const int64_t k = rank == 0 ? 1 : extents[rank - 1];
   const int64_t rows = total / k;
-  const Grid g = MakeGrid(extents, block_of_mode);
+  const BlockGrid g = MakeBlockGrid(extents, block_of_mode);
   const int64_t kb = rank == 0 ? 1 : g.block[rank - 1];
   const int64_t kc = rank == 0 ? 1 : g.count[rank - 1];
   const bool fp4 = recipe != FamilyRecipe::kFP8;
