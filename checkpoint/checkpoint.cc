@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "checkpoint/gguf.h"
+#include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
 #include "core/errors.h"
 #include "core/status_macros.h"
@@ -17,14 +18,9 @@
 namespace strata {
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return ValueErrorCat("ReadCheckpoint: cannot open \"", path,
-                         "\": ", std::strerror(errno));
-  }
-  absl::StatusOr<Checkpoint> result = ReadCheckpointFd(fd, path);
-  close(fd);
-  return result;
+  return checkpoint_internal::WithOpenFile("ReadCheckpoint", path, [&](int fd) {
+    return ReadCheckpointFd(fd, path);
+  });
 }
 
 absl::StatusOr<Checkpoint> ReadCheckpointFd(int fd, const std::string& path) {

@@ -526,27 +526,14 @@ bool IsGgufMagic(absl::string_view prefix) {
 }
 
 absl::StatusOr<Gguf> ReadGguf(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return ValueErrorCat("ReadGguf: cannot open ", Quoted(path), ": ",
-                         std::strerror(errno));
-  }
-  absl::StatusOr<Gguf> result = ReadGgufFd(fd, path);
-  close(fd);
-  return result;
+  return checkpoint_internal::WithOpenFile(
+      "ReadGguf", path, [&](int fd) { return ReadGgufFd(fd, path); });
 }
 
 absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    return ValueErrorCat("ReadGguf: cannot stat ", Quoted(path), ": ",
-                         std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return ValueErrorCat("ReadGguf: ", Quoted(path), " is not a regular file",
-                         S_ISDIR(st.st_mode) ? " (a directory)" : "");
-  }
-  const int64_t file_size = st.st_size;
+  STRATA_ASSIGN_OR_RETURN(
+      const int64_t file_size,
+      checkpoint_internal::RegularFileSize(fd, "ReadGguf", path));
   // The whole file, mapped once: the header is read through it, the data
   // section stays untouched until a value is read.
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const MappedRegion> region,

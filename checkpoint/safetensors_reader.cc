@@ -441,28 +441,15 @@ bool ReadAt(int fd, char* out, int64_t n, int64_t offset) {
 }  // namespace
 
 absl::StatusOr<Safetensors> ReadSafetensors(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return ValueErrorCat("ReadSafetensors: cannot open ", Quoted(path), ": ",
-                         std::strerror(errno));
-  }
-  absl::StatusOr<Safetensors> result = ReadSafetensorsFd(fd, path);
-  close(fd);
-  return result;
+  return checkpoint_internal::WithOpenFile(
+      "ReadSafetensors", path,
+      [&](int fd) { return ReadSafetensorsFd(fd, path); });
 }
 
 absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    return ValueErrorCat("ReadSafetensors: cannot stat ", Quoted(path), ": ",
-                         std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    return ValueErrorCat("ReadSafetensors: ", Quoted(path),
-                         " is not a regular file",
-                         S_ISDIR(st.st_mode) ? " (a directory)" : "");
-  }
-  const int64_t file_size = st.st_size;
+  STRATA_ASSIGN_OR_RETURN(
+      const int64_t file_size,
+      checkpoint_internal::RegularFileSize(fd, "ReadSafetensors", path));
   if (file_size < 8) {
     return ValueErrorCat(kNotSafetensors, "the file holds ", file_size,
                          " bytes, fewer than the 8 of the header length");

@@ -1,5 +1,7 @@
 #include "checkpoint/internal/names.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <string>
 
@@ -54,6 +56,20 @@ std::string Quoted(absl::string_view s) {
 
 std::string ShapeText(absl::Span<const int64_t> shape) {
   return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
+}
+
+absl::StatusOr<int64_t> RegularFileSize(int fd, absl::string_view reader,
+                                        const std::string& path) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    return ValueErrorCat(reader, ": cannot stat ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return ValueErrorCat(reader, ": ", Quoted(path), " is not a regular file",
+                         S_ISDIR(st.st_mode) ? " (a directory)" : "");
+  }
+  return static_cast<int64_t>(st.st_size);
 }
 
 }  // namespace checkpoint_internal

@@ -1,13 +1,21 @@
-// What the checkpoint readers and writers share: the safetensors dtype names
-// and the text of names and shapes in messages.
+// What the checkpoint readers and writers share: the safetensors dtype names,
+// the text of names and shapes in messages, opening a file.
 #ifndef STRATA_CHECKPOINT_INTERNAL_NAMES_H_
 #define STRATA_CHECKPOINT_INTERNAL_NAMES_H_
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <string>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "core/errors.h"
 #include "dtype/dtype.h"
 
 namespace strata {
@@ -26,6 +34,26 @@ absl::string_view ToSafetensorsName(const DType& dtype);
 std::string Quoted(absl::string_view s);
 // "(2,3,64)".
 std::string ShapeText(absl::Span<const int64_t> shape);
+
+// The size of the regular file open as `fd`. Errors (ValueError beginning
+// "READER: "): it cannot be stat'ed, or is not a regular file (a directory).
+absl::StatusOr<int64_t> RegularFileSize(int fd, absl::string_view reader,
+                                        const std::string& path);
+
+// read_fd(fd) of `path` opened read-only, closed after. Errors (ValueError
+// beginning "READER: "): the file cannot be opened; read_fd's.
+template <typename ReadFd>
+auto WithOpenFile(absl::string_view reader, const std::string& path,
+                  ReadFd read_fd) -> decltype(read_fd(0)) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return ValueErrorCat(reader, ": cannot open ", Quoted(path), ": ",
+                         std::strerror(errno));
+  }
+  auto result = read_fd(fd);
+  close(fd);
+  return result;
+}
 
 }  // namespace checkpoint_internal
 }  // namespace strata
