@@ -560,13 +560,11 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
   }
   // Members checked on their own, kept while the plans point at them.
   std::vector<std::unique_ptr<checkpoint_internal::Member>> members;
+  const checkpoint_internal::Member named;  // Presence alone, for FormsGroup.
   for (auto& [name, g] : groups) {
     checkpoint_internal::Members present{};
     for (int r = 0; r < kNumRoles; ++r) {
-      if (g.entry[r] >= 0) {
-        members.push_back(std::make_unique<checkpoint_internal::Member>());
-        present[r] = members.back().get();
-      }
+      if (g.entry[r] >= 0) present[r] = &named;
     }
     if (!checkpoint_internal::FormsGroup(present)) {
       g.first = -1;  // Its entries are plain.
