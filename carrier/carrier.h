@@ -73,6 +73,12 @@ class Carrier {
   virtual absl::string_view class_name() const = 0;
   // The exact dynamic class, for the one-carrier-class rule.
   std::type_index type() const { return typeid(*this); }
+  // The exact class where the C++ type does not tell it: a carrier class
+  // defined in another language (a Python subclass of strata.Carrier,
+  // python/carrier_binding.h) returns an identity of that class, and
+  // class_name() names it; C++ classes return nullptr. The one-carrier-class
+  // rule compares both type() and this.
+  virtual const void* foreign_class() const { return nullptr; }
   // The carrier in words, for error messages: "host carrier of 32 float32
   // values"; a class may add where its values live.
   virtual std::string Describe() const;

@@ -29,6 +29,8 @@ std::string SchemaText(absl::Span<const SimpleDType* const> schema) {
 }
 
 std::string ClassText(const Carrier& carrier) {
+  // A foreign class's C++ type is its binding's, the same for all of them.
+  if (carrier.foreign_class() != nullptr) return std::string(carrier.class_name());
   return absl::StrCat(carrier.class_name(), " (", typeid(carrier).name(), ")");
 }
 
@@ -248,7 +250,8 @@ absl::StatusOr<std::shared_ptr<const Representation>> Representation::Create(
       return TypeErrorCat("subtensor ", i, ": placement is not a Layout: ",
                           s.placement.status().message());
     }
-    if (s.carrier->type() != subtensors[0].carrier->type()) {
+    if (s.carrier->type() != subtensors[0].carrier->type() ||
+        s.carrier->foreign_class() != subtensors[0].carrier->foreign_class()) {
       return TypeErrorCat(
           "subtensors 0 and ", i,
           " use different carrier classes: ", ClassText(*subtensors[0].carrier),

@@ -205,4 +205,8 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   return Tensor::Create(std::move(carrier), -first, layout);
 }
 
+bool IsStrataExport(const DLManagedTensor* managed) {
+  return managed != nullptr && managed->deleter == DeleteExport;
+}
+
 }  // namespace strata

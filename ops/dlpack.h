@@ -33,6 +33,9 @@ absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
 // unsupported dtype, negative extents; on error the producer's deleter is not
 // called: the caller still owns `managed`.
 absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed);
+// Whether `managed` is an export ToDLPack made (whose deleter needs no lock of
+// a foreign runtime, and whose import keeps the carrier's read-only flag).
+bool IsStrataExport(const DLManagedTensor* managed);
 
 }  // namespace strata
 

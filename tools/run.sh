@@ -2,13 +2,20 @@
 # Strata's two set-up-free entry points on a fresh Debian machine:
 #   tools/run.sh demo            build and run the main job (strata demo)
 #   tools/run.sh test [ARGS...]  run every test (bazel test //... ARGS, e.g. --config=asan)
+#   tools/run.sh python [ARGS]   /usr/bin/python3 ARGS with the built package `strata`
+#                                importable (python -c "import strata; ...")
 # Both first install the Debian packages that are missing (as root with apt-get, else
 # through sudo) and say what they install.
 set -euo pipefail
+caller_dir="$PWD"  # Where `python` runs its arguments (a script's relative path).
 cd "$(dirname "$0")/.."
 
 packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libdlpack-dev libhwy-dev nlohmann-json3-dev)
+
+# The Python package (//python): Debian's interpreter with its headers, pybind11, and
+# the peers and test runner its tests use.
+python_packages=(python3 python3-dev pybind11-dev python3-numpy python3-torch python3-pytest)
 
 source tools/install.sh
 install_missing() { install_packages "${packages[@]}"; }
@@ -23,7 +30,7 @@ case "$command" in
     exec bazel-bin/tools/strata demo
     ;;
   test)
-    install_missing
+    install_packages "${packages[@]}" "${python_packages[@]}"
     log=$(mktemp)
     status=0
     # Targets may follow the options (tools/run.sh test --config=tsan //tests:x).
@@ -38,11 +45,20 @@ case "$command" in
     echo "bazel test $*: $passed passed, $failed failed"
     exit "$status"
     ;;
+  python)
+    install_packages "${packages[@]}" "${python_packages[@]}"
+    bazel build --noshow_progress //python:shell 2>/dev/null ||
+      bazel build //python:shell
+    export PYTHONPATH="$PWD/bazel-bin/python/shell.runfiles/strata/python${PYTHONPATH:+:$PYTHONPATH}"
+    cd "$caller_dir"
+    exec /usr/bin/python3 "$@"
+    ;;
   build-only)  # Installs the build dependencies only (used by tools/bench.sh).
     install_missing
     ;;
   *)
-    echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options]" >&2
+    echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options] |" \
+      "tools/run.sh python [python3 arguments]" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,142 @@
+// What the files of the Python binding (`_strata`, python.md) share: argument
+// conversion that follows the spec rather than pybind11's defaults, the
+// mapping of Strata's error kinds onto Python's exceptions, and the one Python
+// object of each dtype, carrier and Tensor.
+//
+// NOTE [ Python objects of Strata's values ]
+// - A dtype descriptor lives for the process (NOTE [ DType identity and
+//   lifetime ] in dtype/dtype.h), so its Python object does too: DTypeObject
+//   returns the one object of a descriptor, and `is` is dtype identity.
+// - A carrier made in C++ (host, mapped, external, recorded) is owned by
+//   std::shared_ptr; its Python object holds one.
+// - A carrier of a Python class (strata.Carrier or a subclass) is owned by
+//   its Python object, which may carry the subclass's own state. A Tensor
+//   over it holds a shared_ptr whose control block holds a reference to that
+//   Python object (CarrierArg), so the object, and so the carrier, lives while
+//   any Tensor does; `t.carrier` returns that same object.
+// - A Tensor is a value (it shares its immutable representation); its Python
+//   object holds a copy.
+#ifndef STRATA_PYTHON_BINDING_H_
+#define STRATA_PYTHON_BINDING_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "carrier/carrier.h"
+#include "core/tensor.h"
+#include "dtype/dtype.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+#include "ops/scalar.h"
+#include "pybind11/pybind11.h"
+#include "pybind11/stl.h"
+
+namespace strata {
+namespace python {
+
+namespace py = pybind11;
+
+// ---- Errors (errors.cc) ----------------------------------------------------
+// Kind -> exception: TypeError -> TypeError, ValueError -> ValueError,
+// OneSubtensorRequired -> strata.OneSubtensorRequiredError (a ValueError),
+// ResourceExhausted -> MemoryError, anything else -> RuntimeError; the message
+// is the C++ message. A status that carries a Python exception a rule raised
+// (PythonErrorStatus) raises that same exception object.
+void RegisterErrors(py::module_& module);
+[[noreturn]] void Raise(const absl::Status& status);
+inline void ThrowIfError(const absl::Status& status) {
+  if (!status.ok()) Raise(status);
+}
+template <typename T>
+T ValueOrRaise(absl::StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status());
+  return *std::move(value);
+}
+// The exception `status` would raise, as an object (for the per-tensor
+// results of the readers and the shard planner).
+py::object ExceptionObject(const absl::Status& status);
+// The status of the Python exception `error` (now fetched): of kind TypeError
+// when it is one, else ValueError, with `context` before its text, and
+// carrying the exception object, so that Raise raises it again unchanged.
+absl::Status PythonErrorStatus(py::error_already_set& error,
+                               absl::string_view context);
+// Raises a Python exception of `type` with `message`.
+[[noreturn]] void RaisePython(PyObject* type, const std::string& message);
+
+// ---- Arguments (convert.cc) ------------------------------------------------
+// "float", "NoneType", ...: the type of `object`, for messages.
+std::string TypeName(py::handle object);
+// Whether `object` is an integer as the spec reads it: an int or anything
+// with __index__ (numpy integers), but not a bool.
+bool IsInteger(py::handle object);
+// The integer `object` is. TypeError naming `what` for anything else (a float,
+// a str, None, a bool); ValueError when it does not fit in int64.
+int64_t ToInt64(py::handle object, absl::string_view what);
+// An int or a nested tuple (or list) of ints.
+IntTuple ToIntTuple(py::handle object, absl::string_view what);
+py::object FromIntTuple(const IntTuple& tuple);
+// A sequence of ints (a tuple, a list, or any iterable but a str).
+std::vector<int64_t> ToInt64Vector(py::handle object, absl::string_view what);
+// A dim of a Tensor of rank `rank`, negative dims counting from the end as in
+// NumPy; `extra` is 1 where one past the last dim is a position (unsqueeze).
+// Out of range: passed on unchanged, so that the C++ view names it.
+int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra = 0);
+// bool, int (numpy integers too) or float (numpy floats too).
+Scalar ToScalar(py::handle object, absl::string_view what);
+py::object FromScalar(const Scalar& scalar);
+// A str or an os.PathLike.
+std::string ToPath(py::handle object, absl::string_view what);
+
+// ---- Layouts (layout_binding.cc) -------------------------------------------
+void BindLayout(py::module_& module);
+// TypeError naming `what` when `object` is not a strata.Layout.
+const Layout& ToLayout(py::handle object, absl::string_view what);
+// The Layout, or a TypeError status ("not a Layout") for the factory's order.
+absl::StatusOr<Layout> ToLayoutOrStatus(py::handle object,
+                                        absl::string_view what);
+
+// ---- Dtypes (dtype_binding.cc) ---------------------------------------------
+void BindDTypes(py::module_& module);
+py::object DTypeObject(const DType* dtype);
+// A strata DType object, or a registered name where `names` is set.
+// TypeError naming `what` otherwise; ValueError for an unknown name.
+const DType& ToDType(py::handle object, absl::string_view what,
+                     bool names = false);
+const DType* ToDTypeOrNull(py::handle object);
+
+// ---- Carriers (carrier_binding.cc) -----------------------------------------
+void BindCarriers(py::module_& module);
+// The carrier of a strata.Carrier object as a Tensor holds it, or nullptr
+// when `object` is not one (NOTE [ Python objects of Strata's values ]).
+std::shared_ptr<Carrier> CarrierArg(py::handle object);
+py::object CarrierObject(const std::shared_ptr<Carrier>& carrier);
+// The carrier's exact class: the Python class of a Python carrier, else the
+// class bound for its C++ type.
+py::object CarrierClassObject(const std::shared_ptr<Carrier>& carrier);
+
+// ---- Tensors (tensor_binding.cc, dlpack_binding.cc) ------------------------
+void BindTensor(py::module_& module);
+py::object TensorObject(Tensor tensor);
+// TypeError naming `what` when `object` is not a strata.Tensor.
+const Tensor& ToTensor(py::handle object, absl::string_view what);
+// A Tensor, or an object with __dlpack__ imported without a copy.
+Tensor ToTensorOrImport(py::handle object, absl::string_view what);
+py::object ExportDLPack(const Tensor& tensor, py::handle stream,
+                        py::handle max_version);
+Tensor ImportDLPack(py::handle object);
+
+// ---- The rest (interop_binding.cc) -----------------------------------------
+// quantize, the checkpoint readers and writer, shard planning, dump and
+// replay, and the framework-owned factory.
+void BindInterop(py::module_& module);
+
+}  // namespace python
+}  // namespace strata
+
+#endif  // STRATA_PYTHON_BINDING_H_

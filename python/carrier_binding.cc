@@ -1,0 +1,244 @@
+// strata.Carrier (Python subclasses allowed), strata.HostCarrier and the
+// carriers Strata makes (mapped, external, recorded) (python.md, "Custom
+// carriers and rules"; NOTE [ Python objects of Strata's values ]).
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
+#include "core/errors.h"
+#include "dtype/packing.h"
+#include "python/binding.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+// "module.Class" of the object's class.
+std::string QualifiedName(py::handle object) {
+  const py::handle type = reinterpret_cast<PyObject*>(Py_TYPE(object.ptr()));
+  return absl::StrCat(std::string(py::str(type.attr("__module__"))), ".",
+                      std::string(py::str(type.attr("__qualname__"))));
+}
+
+// The C++ side of a strata.Carrier object: owned by that object. Its storage
+// is zero-filled host memory it owns (buffer=None), or the memory of a
+// Python buffer it holds an export of (read-only where the buffer is), or
+// none (a dtype that is not simple, or a negative size: such a carrier can
+// only be refused by validation).
+class PythonCarrier final : public Carrier {
+ public:
+  static std::shared_ptr<PythonCarrier> Create(const DType& dtype,
+                                               int64_t size,
+                                               py::handle buffer) {
+    const SimpleDType* simple = dtype.AsSimple();
+    if (buffer.is_none()) {
+      std::shared_ptr<HostCarrier> owned;
+      if (simple != nullptr && size >= 0) {
+        owned = ValueOrRaise(HostCarrier::Create(*simple, size));
+      }
+      return std::shared_ptr<PythonCarrier>(
+          new PythonCarrier(&dtype, size, std::move(owned)));
+    }
+    if (simple == nullptr || size < 0) {
+      RaisePython(PyExc_ValueError,
+                  absl::StrCat("Carrier: a buffer holds values of a simple "
+                               "dtype and a non-negative size; got ",
+                               dtype.name(), " (", dtype.kind_name(),
+                               ") and size ", size));
+    }
+    const int64_t bytes = ValueOrRaise(StorageBytes(*simple, size));
+    auto view = std::make_unique<Py_buffer>();
+    bool read_only = false;
+    if (PyObject_GetBuffer(buffer.ptr(), view.get(),
+                           PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) != 0) {
+      PyErr_Clear();
+      if (PyObject_GetBuffer(buffer.ptr(), view.get(), PyBUF_C_CONTIGUOUS) !=
+          0) {
+        PyErr_Clear();
+        RaisePython(PyExc_TypeError,
+                    "Carrier: buffer must support the buffer protocol with "
+                    "C-contiguous memory; " +
+                        TypeName(buffer) + " does not");
+      }
+      read_only = true;
+    }
+    if (view->len < bytes) {
+      const int64_t length = view->len;
+      PyBuffer_Release(view.get());
+      RaisePython(PyExc_ValueError,
+                  absl::StrCat("Carrier: buffer holds ", length,
+                               " bytes; ", size, " values of ", dtype.name(),
+                               " need ", bytes));
+    }
+    return std::shared_ptr<PythonCarrier>(
+        new PythonCarrier(&dtype, size, std::move(view), read_only));
+  }
+
+  ~PythonCarrier() override { Release(); }
+
+  absl::string_view class_name() const override { return class_name_; }
+  const void* foreign_class() const override { return python_class_; }
+
+  // The Python object that owns this carrier, recorded (with its class) when
+  // the object is first given to Strata (CarrierArg): its class is the
+  // carrier's exact class.
+  void Bind(py::handle self) {
+    self_ = self.ptr();
+    if (python_class_ != Py_TYPE(self.ptr())) {
+      python_class_ = Py_TYPE(self.ptr());
+      class_name_ = QualifiedName(self);
+    }
+  }
+  PyObject* self() const { return self_; }
+
+  // A shared_ptr that keeps the owning object alive: one control block per
+  // carrier while any Tensor holds it.
+  std::shared_ptr<Carrier> Held(py::handle self) {
+    if (std::shared_ptr<Carrier> held = held_.lock()) return held;
+    PyObject* object = py::reinterpret_borrow<py::object>(self).release().ptr();
+    std::shared_ptr<void> keeper(object, [](void* p) {
+      if (!Py_IsInitialized()) return;
+      py::gil_scoped_acquire gil;
+      Py_DECREF(static_cast<PyObject*>(p));
+    });
+    std::shared_ptr<Carrier> held(keeper, this);
+    held_ = held;
+    return held;
+  }
+
+ private:
+  PythonCarrier(const DType* dtype, int64_t size,
+                std::shared_ptr<HostCarrier> owned)
+      : Carrier(dtype, size, /*version=*/0),
+        owned_(std::move(owned)),
+        data_(owned_ ? owned_->mutable_data() : nullptr) {}
+  PythonCarrier(const DType* dtype, int64_t size,
+                std::unique_ptr<Py_buffer> view, bool read_only)
+      : Carrier(dtype, size, /*version=*/0, read_only),
+        view_(std::move(view)),
+        data_(view_->buf) {}
+
+  void* raw_data() const override { return data_; }
+  void ReleaseStorage() override {
+    data_ = nullptr;
+    if (owned_) owned_->Release();
+    if (view_) {
+      if (Py_IsInitialized()) {
+        py::gil_scoped_acquire gil;
+        PyBuffer_Release(view_.get());
+      }
+      view_.reset();
+    }
+  }
+
+  std::shared_ptr<HostCarrier> owned_;
+  std::unique_ptr<Py_buffer> view_;
+  void* data_;
+  PyObject* self_ = nullptr;
+  PyTypeObject* python_class_ = nullptr;
+  std::string class_name_ = "strata.Carrier";
+  std::weak_ptr<Carrier> held_;
+};
+
+py::object DataPointer(const Carrier& carrier) {
+  return py::int_(reinterpret_cast<uintptr_t>(carrier.data()));
+}
+
+}  // namespace
+
+std::shared_ptr<Carrier> CarrierArg(py::handle object) {
+  if (!py::isinstance<Carrier>(object)) return nullptr;
+  std::shared_ptr<Carrier> carrier = object.cast<std::shared_ptr<Carrier>>();
+  if (auto* python = dynamic_cast<PythonCarrier*>(carrier.get())) {
+    python->Bind(object);
+    return python->Held(object);
+  }
+  return carrier;
+}
+
+py::object CarrierObject(const std::shared_ptr<Carrier>& carrier) {
+  if (auto* python = dynamic_cast<PythonCarrier*>(carrier.get())) {
+    if (python->self() != nullptr) {
+      return py::reinterpret_borrow<py::object>(python->self());
+    }
+  }
+  return py::cast(carrier);
+}
+
+py::object CarrierClassObject(const std::shared_ptr<Carrier>& carrier) {
+  return py::reinterpret_borrow<py::object>(
+      reinterpret_cast<PyObject*>(Py_TYPE(CarrierObject(carrier).ptr())));
+}
+
+void BindCarriers(py::module_& module) {
+  py::class_<Carrier, std::shared_ptr<Carrier>>(
+      module, "Carrier",
+      "Typed storage with a mutation version. Subclass it in Python with "
+      "super().__init__(dtype, size, buffer=None): without a buffer the "
+      "carrier owns zero-filled memory; with one (any C-contiguous buffer) it "
+      "stores its values there, read-only where the buffer is. The exact "
+      "class of a carrier is its Python class.")
+      .def(py::init([](py::handle dtype, py::handle size, py::handle buffer) {
+             return std::static_pointer_cast<Carrier>(PythonCarrier::Create(
+                 ToDType(dtype, "Carrier: dtype"),
+                 ToInt64(size, "Carrier: size"), buffer));
+           }),
+           py::arg("dtype"), py::arg("size"), py::arg("buffer") = py::none())
+      .def_property_readonly(
+          "dtype", [](const Carrier& c) { return DTypeObject(&c.dtype()); })
+      .def("size", &Carrier::size, "The number of stored values.")
+      .def("version", &Carrier::version, "The mutation version.")
+      .def("bump_version", &Carrier::BumpVersion,
+           "Records one mutation made outside Strata; returns the new "
+           "version (unchanged for a read-only carrier).")
+      .def("release", &Carrier::Release,
+           "Frees the storage now (idempotent); a Tensor never calls it.")
+      .def("released", &Carrier::released)
+      .def_property_readonly("read_only", &Carrier::read_only)
+      .def_property_readonly(
+          "class_name",
+          [](const Carrier& c) { return std::string(c.class_name()); })
+      .def("data_ptr", &DataPointer,
+           "The address of the stored bytes (0 without host data).")
+      .def("__repr__", [](py::handle self) {
+        const Carrier& c = self.cast<const Carrier&>();
+        return absl::StrCat("<", QualifiedName(self), " ", c.Describe(),
+                            ", version ", c.version(), ">");
+      });
+
+  // For tests: that a failed operation allocated nothing.
+  module.def("_host_carriers_created", &HostCarrier::created);
+
+  py::class_<HostCarrier, Carrier, std::shared_ptr<HostCarrier>>(
+      module, "HostCarrier", py::is_final(),
+      "Owned, 64-byte aligned, zero-filled host memory.")
+      .def(py::init([](py::handle dtype, py::handle size) {
+             return ValueOrRaise(
+                 HostCarrier::Create(ToDType(dtype, "HostCarrier: dtype"),
+                                     ToInt64(size, "HostCarrier: size")));
+           }),
+           py::arg("dtype"), py::arg("size"));
+
+  py::class_<ExternalCarrier, Carrier, std::shared_ptr<ExternalCarrier>>(
+      module, "ExternalCarrier", py::is_final(),
+      "Memory another library owns (a DLPack import), given back to it when "
+      "released.");
+
+  py::class_<RecordedCarrier, Carrier, std::shared_ptr<RecordedCarrier>>(
+      module, "RecordedCarrier", py::is_final(),
+      "What a dump recorded of a carrier: dtype, size, version; no data.");
+
+  py::class_<MappedCarrier, Carrier, std::shared_ptr<MappedCarrier>>(
+      module, "MappedCarrier", py::is_final(),
+      "A read-only mapping of a file region (a checkpoint's tensor data).")
+      .def_property_readonly("file", &MappedCarrier::file)
+      .def_property_readonly("file_offset", &MappedCarrier::file_offset);
+}
+
+}  // namespace python
+}  // namespace strata

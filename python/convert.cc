@@ -1,0 +1,161 @@
+// Argument conversion as the spec reads Python's values (python.md, "Errors"),
+// not as pybind11's casters would: a bool is not an integer, a float is not
+// one either, numpy's integers are.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "layout/int_tuple.h"
+#include "python/binding.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+bool IsNumpyBool(py::handle object) {
+  return absl::string_view(Py_TYPE(object.ptr())->tp_name) == "numpy.bool_";
+}
+
+void AppendIntTuple(py::handle object, absl::string_view what,
+                    const std::string& path, int depth,
+                    std::vector<IntTuple>* out) {
+  if (PyTuple_Check(object.ptr()) || PyList_Check(object.ptr())) {
+    if (depth >= kMaxIntTupleDepth) {
+      RaisePython(PyExc_ValueError,
+                  absl::StrCat(what, ": nesting deeper than ",
+                               kMaxIntTupleDepth, " levels"));
+    }
+    std::vector<IntTuple> elements;
+    const py::sequence sequence = py::reinterpret_borrow<py::sequence>(object);
+    elements.reserve(sequence.size());
+    for (size_t i = 0; i < sequence.size(); ++i) {
+      AppendIntTuple(sequence[i], what, absl::StrCat(path, "[", i, "]"),
+                     depth + 1, &elements);
+    }
+    out->push_back(IntTuple::Tuple(elements));
+    return;
+  }
+  if (!IsInteger(object)) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(what,
+                             " must be an int or a nested tuple of ints, not ",
+                             TypeName(object), path.empty() ? "" : " at ",
+                             path));
+  }
+  out->push_back(IntTuple(ToInt64(object, absl::StrCat(what, path))));
+}
+
+}  // namespace
+
+std::string TypeName(py::handle object) {
+  return Py_TYPE(object.ptr())->tp_name;
+}
+
+bool IsInteger(py::handle object) {
+  PyObject* o = object.ptr();
+  if (PyBool_Check(o) || IsNumpyBool(object)) return false;
+  return PyLong_Check(o) || PyIndex_Check(o);
+}
+
+int64_t ToInt64(py::handle object, absl::string_view what) {
+  if (!IsInteger(object)) {
+    RaisePython(PyExc_TypeError, absl::StrCat(what, " must be an integer, not ",
+                                              TypeName(object)));
+  }
+  py::object index = py::reinterpret_steal<py::object>(
+      PyNumber_Index(object.ptr()));
+  if (!index) throw py::error_already_set();
+  int overflow = 0;
+  const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+  if (overflow != 0) {
+    RaisePython(PyExc_ValueError,
+                absl::StrCat(what, " ", std::string(py::str(index)),
+                             " does not fit in int64"));
+  }
+  if (value == -1 && PyErr_Occurred()) throw py::error_already_set();
+  return value;
+}
+
+IntTuple ToIntTuple(py::handle object, absl::string_view what) {
+  std::vector<IntTuple> result;
+  AppendIntTuple(object, what, "", 0, &result);
+  return result[0];
+}
+
+py::object FromIntTuple(const IntTuple& tuple) {
+  if (tuple.is_leaf()) return py::int_(tuple.value());
+  py::tuple result(tuple.rank());
+  for (int i = 0; i < tuple.rank(); ++i) {
+    result[i] = FromIntTuple(tuple[i]);
+  }
+  return std::move(result);
+}
+
+std::vector<int64_t> ToInt64Vector(py::handle object, absl::string_view what) {
+  if (PyUnicode_Check(object.ptr()) || PyBytes_Check(object.ptr()) ||
+      !PySequence_Check(object.ptr())) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(what, " must be a sequence of integers, not ",
+                             TypeName(object)));
+  }
+  const py::sequence sequence = py::reinterpret_borrow<py::sequence>(object);
+  std::vector<int64_t> values;
+  values.reserve(sequence.size());
+  for (size_t i = 0; i < sequence.size(); ++i) {
+    values.push_back(ToInt64(sequence[i], absl::StrCat(what, "[", i, "]")));
+  }
+  return values;
+}
+
+int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra) {
+  return dim < 0 && dim >= -(rank + extra) ? dim + rank + extra : dim;
+}
+
+Scalar ToScalar(py::handle object, absl::string_view what) {
+  PyObject* o = object.ptr();
+  if (PyBool_Check(o) || IsNumpyBool(object)) {
+    return Scalar::Bool(PyObject_IsTrue(o) == 1);
+  }
+  if (IsInteger(object)) return Scalar::Int(ToInt64(object, what));
+  if (PyFloat_Check(o) || (Py_TYPE(o)->tp_as_number != nullptr &&
+                           Py_TYPE(o)->tp_as_number->nb_float != nullptr &&
+                           !PyComplex_Check(o))) {
+    const double value = PyFloat_AsDouble(o);
+    if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+    return Scalar::Float(value);
+  }
+  RaisePython(PyExc_TypeError,
+              absl::StrCat(what, " must be a bool, an int or a float, not ",
+                           TypeName(object)));
+}
+
+py::object FromScalar(const Scalar& scalar) {
+  switch (scalar.kind()) {
+    case Scalar::Kind::kBool:
+      return py::bool_(scalar.as_bool());
+    case Scalar::Kind::kInt:
+      return py::int_(scalar.as_int());
+    case Scalar::Kind::kFloat:
+      break;
+  }
+  return py::float_(scalar.as_double());
+}
+
+std::string ToPath(py::handle object, absl::string_view what) {
+  py::object path =
+      py::reinterpret_steal<py::object>(PyOS_FSPath(object.ptr()));
+  if (!path) {
+    PyErr_Clear();
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(what, " must be a str or an os.PathLike, not ",
+                             TypeName(object)));
+  }
+  if (PyBytes_Check(path.ptr())) {
+    return std::string(py::reinterpret_borrow<py::bytes>(path));
+  }
+  return std::string(py::str(path));
+}
+
+}  // namespace python
+}  // namespace strata

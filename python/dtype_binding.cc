@@ -1,0 +1,529 @@
+// strata.dtype: the descriptors, user compound dtypes with Python rules, and
+// the read-only RepresentationValidationContext (python.md, "Custom carriers
+// and rules").
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/errors.h"
+#include "dtype/block_scale_rule.h"
+#include "dtype/dtype.h"
+#include "dtype/registry.h"
+#include "dtype/representation_rule.h"
+#include "python/binding.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+// The context a rule reads, copied out of the validation's frozen one: a rule
+// may keep it past the call, and it is read-only in Python (properties
+// without setters, no instance dict). It is also a C++ context, so that a
+// built-in rule can validate it (Rule.validate).
+class PythonContext final : public RepresentationValidationContext {
+ public:
+  explicit PythonContext(const RepresentationValidationContext& context)
+      : logical_dtype_(&context.logical_dtype()),
+        storage_dtypes_(context.storage_dtypes().begin(),
+                        context.storage_dtypes().end()),
+        placements_(context.placement_layouts().begin(),
+                    context.placement_layouts().end()),
+        adjacent_(context.adjacent_layouts().begin(),
+                  context.adjacent_layouts().end()),
+        level_shapes_(context.level_shapes().begin(),
+                      context.level_shapes().end()) {}
+
+  // Whether `context` describes the same candidate.
+  bool Describes(const RepresentationValidationContext& context) const {
+    return logical_dtype_ == &context.logical_dtype() &&
+           absl::MakeConstSpan(storage_dtypes_) == context.storage_dtypes() &&
+           absl::MakeConstSpan(placements_) == context.placement_layouts() &&
+           absl::MakeConstSpan(adjacent_) == context.adjacent_layouts();
+  }
+
+  const DType& logical_dtype() const override { return *logical_dtype_; }
+  absl::Span<const SimpleDType* const> storage_dtypes() const override {
+    return storage_dtypes_;
+  }
+  absl::Span<const Layout> placement_layouts() const override {
+    return placements_;
+  }
+  absl::Span<const Layout> adjacent_layouts() const override {
+    return adjacent_;
+  }
+  absl::Span<const IntTuple> level_shapes() const override {
+    return level_shapes_;
+  }
+
+ private:
+  const DType* logical_dtype_;
+  std::vector<const SimpleDType*> storage_dtypes_;
+  std::vector<Layout> placements_;
+  std::vector<Layout> adjacent_;
+  std::vector<IntTuple> level_shapes_;
+};
+
+// The spec: "each representation rule receives the same frozen context". The
+// C++ validation hands every rule of one candidate the same context object;
+// the Python object made for the first rule is kept (one per thread) and
+// given to the next rules while it describes the same candidate.
+py::object ContextObject(const RepresentationValidationContext& context) {
+  struct Last {
+    const RepresentationValidationContext* address = nullptr;
+    PyObject* object = nullptr;  // A strong reference.
+  };
+  thread_local Last* last = new Last();  // Never destroyed (errors.cc).
+  if (last->address == &context && last->object != nullptr &&
+      py::handle(last->object).cast<const PythonContext&>().Describes(
+          context)) {
+    return py::reinterpret_borrow<py::object>(last->object);
+  }
+  py::object object = py::cast(std::make_unique<PythonContext>(context));
+  Py_XDECREF(last->object);
+  last->address = &context;
+  last->object = py::object(object).release().ptr();
+  return object;
+}
+
+std::string RuleName(py::handle rule) {
+  py::object name = py::getattr(rule, "name", py::none());
+  if (PyUnicode_Check(name.ptr())) return std::string(py::str(name));
+  if (PyType_Check(rule.ptr())) {
+    return std::string(py::str(rule.attr("__qualname__")));
+  }
+  return std::string(py::str(py::type::of(rule).attr("__qualname__")));
+}
+
+// A rule written in Python: any object with validate(context).
+class PythonRule final : public RepresentationRule {
+ public:
+  PythonRule(py::object rule, std::string name)
+      : rule_(std::move(rule)), name_(std::move(name)) {}
+  ~PythonRule() override {
+    if (!Py_IsInitialized()) {
+      rule_.release();  // The interpreter is gone: nothing to drop.
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    rule_ = py::object();
+  }
+
+  absl::string_view name() const override { return name_; }
+  const py::object& object() const { return rule_; }
+
+  absl::Status Validate(
+      const RepresentationValidationContext& context) const override {
+    py::gil_scoped_acquire gil;
+    try {
+      py::object result = rule_.attr("validate")(ContextObject(context));
+      if (!result.is_none()) {
+        return TypeErrorCat("representation rule ", name_,
+                            ": validate(context) returned ",
+                            std::string(py::repr(result)), ", not None");
+      }
+    } catch (py::error_already_set& error) {
+      return PythonErrorStatus(error,
+                               absl::StrCat("representation rule ", name_));
+    } catch (const std::exception& error) {
+      return ValueErrorCat("representation rule ", name_, ": ", error.what());
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  py::object rule_;
+  std::string name_;
+};
+
+// A rule written in C++ (a built-in format's), as a Python object.
+struct NativeRule {
+  std::shared_ptr<const RepresentationRule> rule;
+};
+
+py::object RuleObject(const std::shared_ptr<const RepresentationRule>& rule) {
+  if (const auto* python = dynamic_cast<const PythonRule*>(rule.get())) {
+    return python->object();
+  }
+  return py::cast(NativeRule{rule});
+}
+
+// The Python predicate of each category made in Python, called directly by
+// DTypeCategory.contains so that its exceptions propagate.
+std::unordered_map<const DTypeCategory*, PyObject*>& PythonPredicates() {
+  static auto* predicates =
+      new std::unordered_map<const DTypeCategory*, PyObject*>();
+  return *predicates;
+}
+
+std::string KindName(const DType& dtype) {
+  return std::string(dtype.kind_name());
+}
+
+bool IsRegistered(const DType& dtype) {
+  absl::StatusOr<const DType*> found =
+      DTypeRegistry::Global().Lookup(dtype.name());
+  return found.ok() && *found == &dtype;
+}
+
+py::tuple SchemaTuple(absl::Span<const SimpleDType* const> schema) {
+  py::tuple result(schema.size());
+  for (size_t i = 0; i < schema.size(); ++i) {
+    result[i] = DTypeObject(schema[i]);
+  }
+  return result;
+}
+
+NumericClass ToNumericClass(py::handle object) {
+  const std::string text =
+      PyUnicode_Check(object.ptr()) ? std::string(py::str(object)) : "";
+  if (text == "bool") return NumericClass::kBool;
+  if (text == "integer") return NumericClass::kInteger;
+  if (text == "floating") return NumericClass::kFloating;
+  RaisePython(PyExc_ValueError,
+              "SimpleDType: numeric_class must be 'bool', 'integer' or "
+              "'floating', not " +
+                  std::string(py::repr(object)));
+}
+
+const SimpleDType& ToSimple(py::handle object, absl::string_view what) {
+  const DType& dtype = ToDType(object, what);
+  if (dtype.AsSimple() == nullptr) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(what, " must be a SimpleDType; ", dtype.name(),
+                             " is a ", dtype.kind_name(), " dtype"));
+  }
+  return *dtype.AsSimple();
+}
+
+CompoundDType* MakeCompound(py::handle name, py::handle simple_types,
+                            py::handle rules) {
+  if (!PyUnicode_Check(name.ptr())) {
+    RaisePython(PyExc_TypeError,
+                "CompoundDType: name must be a str, not " + TypeName(name));
+  }
+  if (!PySequence_Check(simple_types.ptr()) ||
+      PyUnicode_Check(simple_types.ptr())) {
+    RaisePython(PyExc_TypeError,
+                "CompoundDType: simple_types must be a sequence of "
+                "SimpleDTypes, not " +
+                    TypeName(simple_types));
+  }
+  std::vector<const SimpleDType*> schema;
+  const py::sequence types = py::reinterpret_borrow<py::sequence>(simple_types);
+  for (size_t i = 0; i < types.size(); ++i) {
+    schema.push_back(
+        &ToSimple(types[i], absl::StrCat("CompoundDType: simple_types[", i,
+                                         "]")));
+  }
+  std::vector<std::shared_ptr<const RepresentationRule>> rule_list;
+  py::iterator items = py::iter(rules);
+  for (size_t i = 0; items != py::iterator::sentinel(); ++items, ++i) {
+    py::handle rule = *items;
+    if (py::isinstance<NativeRule>(rule)) {
+      rule_list.push_back(rule.cast<const NativeRule&>().rule);
+      continue;
+    }
+    py::object validate = py::getattr(rule, "validate", py::none());
+    if (!PyCallable_Check(validate.ptr())) {
+      RaisePython(PyExc_TypeError,
+                  absl::StrCat("CompoundDType: rules[", i, "] (",
+                               std::string(py::repr(rule)),
+                               ") has no callable validate(context)"));
+    }
+    rule_list.push_back(std::make_shared<PythonRule>(
+        py::reinterpret_borrow<py::object>(rule), RuleName(rule)));
+  }
+  return const_cast<CompoundDType*>(ValueOrRaise(CompoundDType::Create(
+      std::string(py::str(name)), std::move(schema), std::move(rule_list))));
+}
+
+}  // namespace
+
+py::object DTypeObject(const DType* dtype) {
+  if (dtype == nullptr) return py::none();
+  // One object per descriptor, kept for the process as the descriptor is.
+  static auto* objects = new std::unordered_map<const DType*, PyObject*>();
+  auto it = objects->find(dtype);
+  if (it != objects->end()) return py::reinterpret_borrow<py::object>(it->second);
+  py::object object =
+      py::cast(const_cast<DType*>(dtype), py::return_value_policy::reference);
+  (*objects)[dtype] = py::object(object).release().ptr();
+  return object;
+}
+
+const DType* ToDTypeOrNull(py::handle object) {
+  if (!py::isinstance<DType>(object)) return nullptr;
+  return &object.cast<const DType&>();
+}
+
+const DType& ToDType(py::handle object, absl::string_view what, bool names) {
+  if (const DType* dtype = ToDTypeOrNull(object)) return *dtype;
+  if (names && PyUnicode_Check(object.ptr())) {
+    return *ValueOrRaise(
+        DTypeRegistry::Global().Lookup(std::string(py::str(object))));
+  }
+  RaisePython(PyExc_TypeError,
+              absl::StrCat(what, " must be a strata dtype", names ? " or its name" : "",
+                           ", not ", TypeName(object)));
+}
+
+void BindDTypes(py::module_& module) {
+  py::module_ dtype_module =
+      module.def_submodule("dtype", "The dtype namespace (strata.dtype).");
+
+  py::class_<PythonContext>(
+      dtype_module, "RepresentationValidationContext",
+      "The read-only description of a universally validated candidate "
+      "representation that each representation rule receives.")
+      .def_property_readonly("logical_dtype",
+                             [](const PythonContext& c) {
+                               return DTypeObject(&c.logical_dtype());
+                             })
+      .def_property_readonly("storage_dtypes",
+                             [](const PythonContext& c) {
+                               return SchemaTuple(c.storage_dtypes());
+                             })
+      .def_property_readonly("placement_layouts",
+                             [](const PythonContext& c) {
+                               return py::tuple(py::cast(std::vector<Layout>(
+                                   c.placement_layouts().begin(),
+                                   c.placement_layouts().end())));
+                             })
+      .def_property_readonly("adjacent_layouts",
+                             [](const PythonContext& c) {
+                               return py::tuple(py::cast(std::vector<Layout>(
+                                   c.adjacent_layouts().begin(),
+                                   c.adjacent_layouts().end())));
+                             })
+      .def_property_readonly("level_shapes", [](const PythonContext& c) {
+        py::tuple shapes(c.level_shapes().size());
+        for (size_t i = 0; i < c.level_shapes().size(); ++i) {
+          shapes[i] = FromIntTuple(c.level_shapes()[i]);
+        }
+        return shapes;
+      });
+  module.attr("RepresentationValidationContext") =
+      dtype_module.attr("RepresentationValidationContext");
+
+  py::class_<NativeRule>(dtype_module, "Rule",
+                         "A representation rule written in C++ (a built-in "
+                         "format's); it may be given to a CompoundDType.")
+      .def_property_readonly(
+          "name",
+          [](const NativeRule& r) { return std::string(r.rule->name()); })
+      .def(
+          "validate",
+          [](const NativeRule& r, py::handle context) {
+            if (!py::isinstance<PythonContext>(context)) {
+              RaisePython(PyExc_TypeError,
+                          "Rule.validate: context must be a "
+                          "RepresentationValidationContext, not " +
+                              TypeName(context));
+            }
+            ThrowIfError(r.rule->Validate(context.cast<const PythonContext&>()));
+          },
+          py::arg("context"))
+      .def("__repr__", [](const NativeRule& r) {
+        return absl::StrCat("<strata.dtype.Rule '", r.rule->name(), "'>");
+      });
+
+  using NoDelete = std::unique_ptr<DType, py::nodelete>;
+  py::class_<DType, NoDelete> dtype_class(
+      dtype_module, "DType",
+      "A dtype descriptor; descriptors are compared by identity.");
+  dtype_class
+      .def_property_readonly("name", &DType::name)
+      .def_property_readonly("kind", &KindName)
+      .def_property_readonly(
+          "storage_schema",
+          [](const DType& d) { return SchemaTuple(d.storage_schema()); })
+      .def("__str__", &DType::name)
+      .def("__repr__", [](const DType& d) {
+        if (IsRegistered(d)) return absl::StrCat("strata.dtype.", d.name());
+        return absl::StrCat("<strata.dtype.", d.kind() == DType::Kind::kSimple
+                                                  ? "SimpleDType"
+                                                  : d.kind() == DType::Kind::kCompound
+                                                        ? "CompoundDType"
+                                                        : "DTypeCategory",
+                            " '", d.name(), "'>");
+      });
+
+  py::class_<SimpleDType, DType, std::unique_ptr<SimpleDType, py::nodelete>>(
+      dtype_module, "SimpleDType", py::is_final(),
+      "One stored value per logical value.")
+      .def(py::init([](py::handle name, py::handle bits,
+                       py::handle numeric_class, py::handle is_signed,
+                       py::handle exponent_bits, py::handle mantissa_bits) {
+             if (!PyUnicode_Check(name.ptr())) {
+               RaisePython(PyExc_TypeError,
+                           "SimpleDType: name must be a str, not " +
+                               TypeName(name));
+             }
+             SimpleDType::Spec spec;
+             spec.name = std::string(py::str(name));
+             spec.bits = static_cast<int>(std::min<int64_t>(
+                 ToInt64(bits, "SimpleDType: bits"), 1 << 20));
+             spec.numeric_class = ToNumericClass(numeric_class);
+             spec.is_signed = PyObject_IsTrue(is_signed.ptr()) == 1;
+             spec.exponent_bits = static_cast<int>(std::min<int64_t>(
+                 ToInt64(exponent_bits, "SimpleDType: exponent_bits"), 1 << 20));
+             spec.mantissa_bits = static_cast<int>(std::min<int64_t>(
+                 ToInt64(mantissa_bits, "SimpleDType: mantissa_bits"), 1 << 20));
+             return const_cast<SimpleDType*>(
+                 ValueOrRaise(SimpleDType::Create(std::move(spec))));
+           }),
+           py::arg("name"), py::arg("bits"),
+           py::arg("numeric_class") = "floating", py::arg("signed") = true,
+           py::arg("exponent_bits") = 0, py::arg("mantissa_bits") = 0)
+      .def_property_readonly("bits", &SimpleDType::bits)
+      .def_property_readonly("is_floating", &SimpleDType::is_floating)
+      .def_property_readonly("is_integer", &SimpleDType::is_integer)
+      .def_property_readonly("is_bool", &SimpleDType::is_bool)
+      .def_property_readonly("is_signed", &SimpleDType::is_signed)
+      .def_property_readonly("exponent_bits", &SimpleDType::exponent_bits)
+      .def_property_readonly("mantissa_bits", &SimpleDType::mantissa_bits);
+
+  py::class_<CompoundDType, DType,
+             std::unique_ptr<CompoundDType, py::nodelete>>(
+      dtype_module, "CompoundDType", py::is_final(),
+      "Several stored levels per logical value (codes, scales, ...), linked "
+      "by adjacent layouts; its rules run in order after universal "
+      "validation.")
+      .def(py::init(&MakeCompound), py::arg("name"), py::arg("simple_types"),
+           py::arg("rules") = py::tuple())
+      .def_property_readonly(
+          "simple_types",
+          [](const CompoundDType& d) { return SchemaTuple(d.simple_types()); })
+      .def_property_readonly("rules", [](const CompoundDType& d) {
+        py::tuple rules(d.rules().size());
+        for (size_t i = 0; i < d.rules().size(); ++i) {
+          rules[i] = RuleObject(d.rules()[i]);
+        }
+        return rules;
+      });
+
+  py::class_<DTypeCategory, DType,
+             std::unique_ptr<DTypeCategory, py::nodelete>>(
+      dtype_module, "DTypeCategory", py::is_final(),
+      "A set of dtypes (DType.Any, DType.Floating, DType.Integer); it has no "
+      "storage schema.")
+      .def(py::init([](py::handle name, py::handle contains) {
+             if (!PyUnicode_Check(name.ptr())) {
+               RaisePython(PyExc_TypeError,
+                           "DTypeCategory: name must be a str, not " +
+                               TypeName(name));
+             }
+             if (!PyCallable_Check(contains.ptr())) {
+               RaisePython(PyExc_TypeError,
+                           "DTypeCategory: contains must be callable, not " +
+                               TypeName(contains));
+             }
+             PyObject* predicate = py::reinterpret_borrow<py::object>(contains)
+                                       .release()
+                                       .ptr();  // Kept for the process.
+             const DTypeCategory* category = ValueOrRaise(DTypeCategory::Create(
+                 std::string(py::str(name)), [predicate](const DType& d) {
+                   if (!Py_IsInitialized()) return false;
+                   py::gil_scoped_acquire gil;
+                   try {
+                     return py::handle(predicate)(DTypeObject(&d))
+                         .cast<bool>();
+                   } catch (py::error_already_set& error) {
+                     error.discard_as_unraisable("DTypeCategory predicate");
+                   } catch (const std::exception&) {
+                   }
+                   return false;
+                 }));
+             PythonPredicates()[category] = predicate;
+             return const_cast<DTypeCategory*>(category);
+           }),
+           py::arg("name"), py::arg("contains"))
+      .def(
+          "contains",
+          [](const DTypeCategory& c, py::handle dtype) -> bool {
+            const DType& d = ToDType(dtype, "DTypeCategory.contains: dtype");
+            auto it = PythonPredicates().find(&c);
+            if (it != PythonPredicates().end()) {
+              return py::handle(it->second)(DTypeObject(&d)).cast<bool>();
+            }
+            return c.Contains(d);
+          },
+          py::arg("dtype"))
+      .def("__contains__", [](py::handle self, py::handle dtype) {
+        return self.attr("contains")(dtype);
+      });
+
+  dtype_class.attr("Any") = DTypeObject(dtypes::Any());
+  dtype_class.attr("Floating") = DTypeObject(dtypes::Floating());
+  dtype_class.attr("Integer") = DTypeObject(dtypes::Integer());
+
+  dtype_module.def(
+      "by_name",
+      [](py::handle name) {
+        if (!PyUnicode_Check(name.ptr())) {
+          RaisePython(PyExc_TypeError,
+                      "by_name: the name must be a str, not " + TypeName(name));
+        }
+        absl::StatusOr<const DType*> found =
+            DTypeRegistry::Global().Lookup(std::string(py::str(name)));
+        if (!found.ok()) {
+          RaisePython(PyExc_KeyError, std::string(found.status().message()));
+        }
+        return DTypeObject(*found);
+      },
+      py::arg("name"), "The registered dtype of that name (KeyError if none).");
+  dtype_module.def(
+      "names", [] { return DTypeRegistry::Global().Names(); },
+      "Every registered dtype name, in registration order.");
+  dtype_module.def(
+      "block_scaled",
+      [](py::handle name, py::handle element, py::handle scales,
+         py::handle blocks, py::handle other_modes, py::handle ragged,
+         py::handle chosen_mode) {
+        if (!PyUnicode_Check(name.ptr())) {
+          RaisePython(PyExc_TypeError,
+                      "block_scaled: name must be a str, not " + TypeName(name));
+        }
+        std::vector<const SimpleDType*> scale_types;
+        const py::sequence sequence = py::reinterpret_borrow<py::sequence>(scales);
+        for (size_t i = 0; i < sequence.size(); ++i) {
+          scale_types.push_back(&ToSimple(
+              sequence[i], absl::StrCat("block_scaled: scales[", i, "]")));
+        }
+        BlockScaling scaling;
+        const py::sequence block_list = py::reinterpret_borrow<py::sequence>(blocks);
+        for (size_t i = 0; i < block_list.size(); ++i) {
+          py::handle b = block_list[i];
+          scaling.blocks.push_back(
+              PyUnicode_Check(b.ptr()) && std::string(py::str(b)) == "whole"
+                  ? kWholeMode
+                  : ToInt64(b, absl::StrCat("block_scaled: blocks[", i, "]")));
+        }
+        if (PyUnicode_Check(other_modes.ptr()) &&
+            std::string(py::str(other_modes)) == "whole") {
+          scaling.other_modes = kWholeMode;
+        } else {
+          scaling.other_modes = ToInt64(other_modes, "block_scaled: other_modes");
+        }
+        scaling.ragged = PyObject_IsTrue(ragged.ptr()) == 1;
+        scaling.chosen_mode = PyObject_IsTrue(chosen_mode.ptr()) == 1;
+        return DTypeObject(ValueOrRaise(MakeBlockScaledDType(
+            std::string(py::str(name)),
+            &ToSimple(element, "block_scaled: element"), std::move(scale_types),
+            std::move(scaling))));
+      },
+      py::arg("name"), py::arg("element"), py::arg("scales"), py::arg("blocks"),
+      py::arg("other_modes") = 1, py::arg("ragged") = false,
+      py::arg("chosen_mode") = false,
+      "A new block-scaled compound dtype (formats.md section 1): element codes "
+      "times scales, with the block-scaling rule. blocks: the block extents of "
+      "the blocked (last) modes, an int or 'whole'; other_modes: 1 or "
+      "'whole'.");
+}
+
+}  // namespace python
+}  // namespace strata

@@ -1,0 +1,140 @@
+// Strata's error kinds as Python's exceptions (python.md, "Errors").
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "core/errors.h"
+#include "python/binding.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+PyObject* one_subtensor_required_error = nullptr;
+
+// NOTE [ Exceptions a rule raised ]
+// A Python rule's exception crosses the C++ validation as a status whose
+// payload names it; the exception object waits here, on its thread, until
+// Raise finds it, so that construction raises that same object (the spec:
+// "propagate that exception"). Some C++ callers drop a failed status on
+// purpose (a planner's trial slice), so the objects wait in a ring of
+// kPending: an old one is dropped, never an unbounded heap. A status raised
+// after its object was dropped raises by kind with the same text.
+constexpr absl::string_view kPythonExceptionPayload =
+    "strata.dev/PythonException";
+constexpr int kPending = 16;
+
+struct PendingException {
+  uint64_t id = 0;
+  PyObject* exception = nullptr;  // A strong reference, or null.
+};
+
+struct PendingRing {
+  uint64_t next_id = 1;
+  std::array<PendingException, kPending> slots;
+};
+
+PendingRing& Pending() {
+  // Never destroyed: a thread's objects may outlive the interpreter's
+  // finalization, when no reference may be dropped.
+  thread_local PendingRing* ring = new PendingRing();
+  return *ring;
+}
+
+uint64_t Keep(py::object exception) {
+  PendingRing& ring = Pending();
+  const uint64_t id = ring.next_id++;
+  PendingException& slot = ring.slots[id % kPending];
+  Py_XDECREF(slot.exception);
+  slot.id = id;
+  slot.exception = exception.release().ptr();
+  return id;
+}
+
+// The kept exception of the status, removed from the ring; null if none.
+py::object TakeKept(const absl::Status& status) {
+  const absl::optional<absl::Cord> payload =
+      status.GetPayload(kPythonExceptionPayload);
+  uint64_t id = 0;
+  if (!payload.has_value() || !absl::SimpleAtoi(std::string(*payload), &id)) {
+    return py::object();
+  }
+  PendingException& slot = Pending().slots[id % kPending];
+  if (slot.id != id || slot.exception == nullptr) return py::object();
+  PyObject* exception = slot.exception;
+  slot.exception = nullptr;
+  return py::reinterpret_steal<py::object>(exception);
+}
+
+PyObject* ExceptionType(const absl::Status& status) {
+  switch (GetErrorKind(status)) {
+    case ErrorKind::kTypeError:
+      return PyExc_TypeError;
+    case ErrorKind::kValueError:
+      return PyExc_ValueError;
+    case ErrorKind::kOneSubtensorRequired:
+      return one_subtensor_required_error;
+    case ErrorKind::kResourceExhausted:
+      return PyExc_MemoryError;
+    case ErrorKind::kNone:
+      break;
+  }
+  return PyExc_RuntimeError;
+}
+
+}  // namespace
+
+void RegisterErrors(py::module_& module) {
+  one_subtensor_required_error = PyErr_NewExceptionWithDoc(
+      "strata.OneSubtensorRequiredError",
+      "An operation that needs a one-subtensor Tensor was given a "
+      "multi-subtensor one (a block-scaled Tensor, say).",
+      PyExc_ValueError, nullptr);
+  if (one_subtensor_required_error == nullptr) throw py::error_already_set();
+  // The module holds the type for the process (never released).
+  module.attr("OneSubtensorRequiredError") =
+      py::reinterpret_borrow<py::object>(one_subtensor_required_error);
+}
+
+void RaisePython(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw py::error_already_set();
+}
+
+void Raise(const absl::Status& status) {
+  py::object kept = TakeKept(status);
+  if (kept) {
+    PyObject* exception = kept.ptr();
+    PyErr_Restore(Py_NewRef(reinterpret_cast<PyObject*>(Py_TYPE(exception))),
+                  kept.release().ptr(), PyException_GetTraceback(exception));
+    throw py::error_already_set();
+  }
+  RaisePython(ExceptionType(status), std::string(status.message()));
+}
+
+py::object ExceptionObject(const absl::Status& status) {
+  py::object kept = TakeKept(status);
+  if (kept) return kept;
+  return py::reinterpret_borrow<py::object>(ExceptionType(status))(
+      std::string(status.message()));
+}
+
+absl::Status PythonErrorStatus(py::error_already_set& error,
+                               absl::string_view context) {
+  py::object exception = error.value();
+  const bool type_error =
+      PyObject_IsInstance(exception.ptr(), PyExc_TypeError) == 1;
+  std::string text = py::str(exception);
+  absl::Status status = MakeError(
+      type_error ? ErrorKind::kTypeError : ErrorKind::kValueError,
+      absl::StrCat(context, ": ", Py_TYPE(exception.ptr())->tp_name,
+                   text.empty() ? "" : ": ", text));
+  status.SetPayload(kPythonExceptionPayload,
+                    absl::Cord(absl::StrCat(Keep(std::move(exception)))));
+  return status;
+}
+
+}  // namespace python
+}  // namespace strata

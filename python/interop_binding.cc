@@ -1,0 +1,332 @@
+// quantize, the checkpoint readers and writer, shard planning, dump and
+// replay, and the framework-owned factory (python.md, "Names").
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "checkpoint/checkpoint.h"
+#include "checkpoint/gguf.h"
+#include "checkpoint/safetensors.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/tensor_access.h"
+#include "ops/quantize.h"
+#include "proto/codec.h"
+#include "python/binding.h"
+#include "views/shard_plan.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+py::object TensorOrException(const absl::StatusOr<Tensor>& tensor) {
+  if (tensor.ok()) return TensorObject(*tensor);
+  return ExceptionObject(tensor.status());
+}
+
+py::str Utf8(const std::string& text) {
+  // Names and metadata of a file are its bytes: undecodable ones are kept as
+  // surrogates (os.fsdecode's way) rather than failing the read.
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
+      text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape"));
+}
+
+py::object GgufValueObject(const GgufValue& value) {
+  switch (value.type) {
+    case GgufType::kBool:
+      return py::bool_(value.AsInt64() != 0);
+    case GgufType::kFloat32:
+    case GgufType::kFloat64:
+      return py::float_(value.AsDouble());
+    case GgufType::kUInt64:
+      return py::int_(value.AsUInt64());
+    case GgufType::kString:
+      return Utf8(value.text);
+    case GgufType::kArray: {
+      py::list items;
+      if (value.items.empty()) {
+        for (uint64_t i = 0; i < value.count; ++i) {
+          items.append(GgufValueObject(value.Element(i)));
+        }
+      } else {
+        for (const GgufValue& item : value.items) {
+          items.append(GgufValueObject(item));
+        }
+      }
+      return std::move(items);
+    }
+    default:
+      return py::int_(value.AsInt64());
+  }
+}
+
+ScaleLayout ToScaleLayout(py::handle object) {
+  const std::string name =
+      PyUnicode_Check(object.ptr()) ? std::string(py::str(object)) : "";
+  if (name == "row_major") return ScaleLayout::kRowMajor;
+  if (name == "swizzled_128x4") return ScaleLayout::kSwizzled128x4;
+  RaisePython(PyExc_ValueError,
+              "quantize: scale_layout must be 'row_major' or "
+              "'swizzled_128x4', not " +
+                  std::string(py::repr(object)));
+}
+
+// A subtensor of create_representation: (storage dtype, carrier, offset,
+// layout), each field as the spec's universal validation judges it (a
+// non-Carrier is a null carrier, a non-Layout a status), in the factory's
+// order; only an offset that is not an integer is refused here, before the
+// factory and so before any rule.
+SubtensorCandidate ToCandidate(py::handle object, size_t i) {
+  if (!PyTuple_Check(object.ptr()) || PyTuple_Size(object.ptr()) != 4) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat("create_representation: subtensor ", i,
+                             " must be a tuple (storage dtype, carrier, "
+                             "offset, layout), not ",
+                             TypeName(object)));
+  }
+  const py::tuple fields = py::reinterpret_borrow<py::tuple>(object);
+  SubtensorCandidate candidate;
+  candidate.storage_dtype = ToDTypeOrNull(fields[0]);
+  if (candidate.storage_dtype == nullptr) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat("subtensor ", i, ": storage dtype is not a "
+                             "strata dtype: ",
+                             TypeName(fields[0])));
+  }
+  candidate.carrier = CarrierArg(fields[1]);
+  if (!IsInteger(fields[2])) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat("subtensor ", i,
+                             ": offset must be an integer, not ",
+                             TypeName(fields[2])));
+  }
+  candidate.offset = ToInt64(fields[2], absl::StrCat("subtensor ", i, ": offset"));
+  candidate.placement = ToLayoutOrStatus(
+      fields[3], absl::StrCat("subtensor ", i, ": placement"));
+  return candidate;
+}
+
+}  // namespace
+
+void BindInterop(py::module_& module) {
+  module.def(
+      "from_dlpack", [](py::handle object) { return ImportDLPack(object); },
+      py::arg("obj"),
+      "A Tensor over the memory of any DLPack producer (an object with "
+      "__dlpack__, or a \"dltensor\" capsule), without a copy; the producer "
+      "lives while the Tensor's carrier does.");
+
+  module.def(
+      "quantize",
+      [](py::handle tensor, py::handle format, py::handle blocked_dim,
+         py::handle scale_layout) {
+        const Tensor& source = ToTensor(tensor, "quantize: t");
+        const DType& dtype = ToDType(format, "quantize: format", true);
+        const CompoundDType* compound = dtype.AsCompound();
+        if (compound == nullptr) {
+          RaisePython(PyExc_ValueError,
+                      absl::StrCat("quantize: format ", dtype.name(),
+                                   " is not a block-scaled dtype (it is ",
+                                   dtype.kind_name(), ")"));
+        }
+        int64_t dim = kBlocksOfTheFormat;
+        if (!blocked_dim.is_none()) {
+          dim = ToInt64(blocked_dim, "quantize: blocked_dim");
+          const int64_t rank = static_cast<int64_t>(source.shape().size());
+          dim = NormalizeDim(dim, rank);
+        }
+        const ScaleLayout layout = ToScaleLayout(scale_layout);
+        absl::StatusOr<Tensor> result;
+        {
+          py::gil_scoped_release release;
+          result = QuantizeBlockScaled(source, *compound, dim, layout);
+        }
+        return TensorObject(ValueOrRaise(std::move(result)));
+      },
+      py::arg("t"), py::arg("format"), py::arg("blocked_dim") = py::none(),
+      py::arg("scale_layout") = "row_major",
+      "Quantizes a float Tensor into a block-scaled format (a compound dtype "
+      "or its name); blocked_dim is the blocked dim of formats whose caller "
+      "chooses it, None for those whose blocks the format fixes.");
+
+  module.def(
+      "_read_safetensors",
+      [](py::handle path) {
+        Safetensors file = ValueOrRaise(
+            ReadSafetensors(ToPath(path, "read_safetensors: path")));
+        py::dict tensors, metadata;
+        for (const SafetensorsTensor& entry : file.tensors) {
+          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
+        }
+        for (const auto& [key, value] : file.metadata) {
+          metadata[Utf8(key)] = Utf8(value);
+        }
+        return py::make_tuple(tensors, metadata);
+      },
+      py::arg("path"));
+  module.def(
+      "_read_gguf",
+      [](py::handle path) {
+        Gguf file = ValueOrRaise(ReadGguf(ToPath(path, "read_gguf: path")));
+        py::dict tensors, metadata;
+        for (const GgufTensor& entry : file.tensors) {
+          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
+        }
+        for (const auto& [key, value] : file.metadata) {
+          metadata[Utf8(key)] = GgufValueObject(value);
+        }
+        return py::make_tuple(tensors, metadata);
+      },
+      py::arg("path"));
+  module.def(
+      "_read_checkpoint",
+      [](py::handle path) {
+        Checkpoint file = ValueOrRaise(
+            ReadCheckpoint(ToPath(path, "read_checkpoint: path")));
+        py::dict tensors;
+        for (const CheckpointTensor& entry : file.tensors) {
+          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
+        }
+        return py::make_tuple(file.format, tensors);
+      },
+      py::arg("path"));
+  module.def(
+      "write_safetensors",
+      [](py::handle path, py::handle tensors, py::handle metadata) {
+        const std::string file = ToPath(path, "write_safetensors: path");
+        if (!PyDict_Check(tensors.ptr())) {
+          RaisePython(PyExc_TypeError,
+                      "write_safetensors: tensors must be a dict of name -> "
+                      "Tensor, not " +
+                          TypeName(tensors));
+        }
+        std::vector<std::pair<std::string, Tensor>> entries;
+        for (auto [name, tensor] : py::reinterpret_borrow<py::dict>(tensors)) {
+          if (!PyUnicode_Check(name.ptr())) {
+            RaisePython(PyExc_TypeError,
+                        "write_safetensors: a tensor name must be a str, not " +
+                            TypeName(name));
+          }
+          entries.emplace_back(
+              std::string(py::str(name)),
+              ToTensor(tensor, "write_safetensors: tensors[" +
+                                   std::string(py::str(name)) + "]"));
+        }
+        std::vector<std::pair<std::string, std::string>> pairs;
+        if (!metadata.is_none()) {
+          if (!PyDict_Check(metadata.ptr())) {
+            RaisePython(PyExc_TypeError,
+                        "write_safetensors: metadata must be a dict of str -> "
+                        "str, not " +
+                            TypeName(metadata));
+          }
+          for (auto [key, value] : py::reinterpret_borrow<py::dict>(metadata)) {
+            if (!PyUnicode_Check(key.ptr()) || !PyUnicode_Check(value.ptr())) {
+              RaisePython(PyExc_TypeError,
+                          "write_safetensors: metadata keys and values must "
+                          "be str");
+            }
+            pairs.emplace_back(std::string(py::str(key)),
+                               std::string(py::str(value)));
+          }
+        }
+        absl::Status status;
+        {
+          py::gil_scoped_release release;
+          status = WriteSafetensors(file, entries, pairs);
+        }
+        ThrowIfError(status);
+      },
+      py::arg("path"), py::arg("tensors"), py::arg("metadata") = py::none(),
+      "Writes Tensors (a dict name -> Tensor, in its order) as a safetensors "
+      "file, each block-scaled format as its checkpoint convention.");
+
+  module.def(
+      "shard_granule",
+      [](py::handle tensor, py::handle dim) {
+        const Tensor& t = ToTensor(tensor, "shard_granule: t");
+        return ValueOrRaise(ShardGranule(
+            t, NormalizeDim(ToInt64(dim, "shard_granule: dim"),
+                            static_cast<int64_t>(t.shape().size()))));
+      },
+      py::arg("t"), py::arg("dim"),
+      "The smallest g such that every union of consecutive g-ranges of the "
+      "dim is a view (NOTE [ The shard granule ]).");
+  module.def(
+      "plan_shards",
+      [](py::handle tensor, py::handle dim, py::handle parts) {
+        const Tensor& t = ToTensor(tensor, "plan_shards: t");
+        const ShardPlan plan = ValueOrRaise(PlanShards(
+            t,
+            NormalizeDim(ToInt64(dim, "plan_shards: dim"),
+                         static_cast<int64_t>(t.shape().size())),
+            ToInt64(parts, "plan_shards: parts")));
+        py::list views;
+        for (const ShardPart& part : plan.parts) {
+          views.append(TensorOrException(part.view));
+        }
+        return py::make_tuple(plan.granule, views, plan.pad);
+      },
+      py::arg("t"), py::arg("dim"), py::arg("parts"),
+      "(granule, [Tensor or exception per part], pad): the parts as even as "
+      "the granule allows, each the view or why it is not one, and the "
+      "extent an even split would need.");
+
+  module.def(
+      "dump",
+      [](py::handle tensor, bool include_data) {
+        DumpOptions options;
+        options.include_data = include_data;
+        return ToText(
+            ToProto(ToTensor(tensor, "dump: t"), options));
+      },
+      py::arg("t"), py::arg("include_data") = false,
+      "The representation as protobuf text (representation-cli.md).");
+  module.def(
+      "replay",
+      [](py::handle text) {
+        if (!PyUnicode_Check(text.ptr()) && !PyBytes_Check(text.ptr())) {
+          RaisePython(PyExc_TypeError,
+                      "replay: the text must be a str, not " + TypeName(text));
+        }
+        const std::string input = PyBytes_Check(text.ptr())
+                                      ? std::string(py::reinterpret_borrow<py::bytes>(text))
+                                      : std::string(py::str(text));
+        return ValueOrRaise(Replay(ValueOrRaise(ParseText(input))));
+      },
+      py::arg("text"), "The Tensor a dump describes, validated anew.");
+
+  py::module_ framework = module.def_submodule(
+      "_framework",
+      "Framework-owned construction (not public API): validated "
+      "multi-subtensor representations.");
+  framework.def(
+      "create_representation",
+      [](py::handle logical_dtype, py::handle subtensors,
+         py::handle adjacent_layouts) {
+        const DType& logical =
+            ToDType(logical_dtype, "create_representation: logical_dtype");
+        std::vector<SubtensorCandidate> candidates;
+        const py::sequence levels = py::reinterpret_borrow<py::sequence>(
+            subtensors);
+        for (size_t i = 0; i < levels.size(); ++i) {
+          candidates.push_back(ToCandidate(levels[i], i));
+        }
+        std::vector<absl::StatusOr<Layout>> adjacent;
+        const py::sequence maps =
+            py::reinterpret_borrow<py::sequence>(adjacent_layouts);
+        for (size_t i = 0; i < maps.size(); ++i) {
+          adjacent.push_back(ToLayoutOrStatus(
+              maps[i], absl::StrCat("adjacent level ", i)));
+        }
+        return MakeTensor(ValueOrRaise(Representation::Create(
+            &logical, std::move(candidates), std::move(adjacent))));
+      },
+      py::arg("logical_dtype"), py::arg("subtensors"),
+      py::arg("adjacent_layouts"));
+}
+
+}  // namespace python
+}  // namespace strata

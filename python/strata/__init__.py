@@ -1,0 +1,113 @@
+"""Strata: one logical Tensor over typed, carrier-backed storage.
+
+A thin layer over Strata's C++ library (contract: shared/design/python.md).
+The spec's Python words are literal here: TypeError and ValueError are
+Python's exceptions, carriers and rules may be Python classes, and the
+validation protocol is importable from this package and from strata.dtype.
+"""
+
+from . import _strata
+from . import dtype
+from . import layout
+from . import _framework
+from ._strata import (
+    Carrier,
+    ExternalCarrier,
+    HostCarrier,
+    Layout,
+    MappedCarrier,
+    OneSubtensorRequiredError,
+    RecordedCarrier,
+    RepresentationValidationContext,
+    Tensor,
+    dump,
+    from_dlpack,
+    plan_shards,
+    quantize,
+    replay,
+    shard_granule,
+    write_safetensors,
+    zeros,
+)
+
+DType = dtype.DType
+
+
+class Checkpoint(dict):
+    """The tensors of a checkpoint file, name -> Tensor (or the exception
+    that refused it), in file order; `metadata` holds the file's metadata."""
+
+    def __init__(self, tensors, metadata, format):
+        super().__init__(tensors)
+        self.metadata = metadata
+        self.format = format
+
+
+def read_safetensors(path):
+    """The tensors of a safetensors file over read-only mapped carriers (no
+    copy), each block-scaled convention as one Tensor. A refused tensor maps
+    to its exception; an error of the file itself raises."""
+    tensors, metadata = _strata._read_safetensors(path)
+    return Checkpoint(tensors, metadata, "safetensors")
+
+
+def read_gguf(path):
+    """The tensors of a GGUF file over read-only mapped carriers (no copy);
+    Q8_0, Q4_0 and MXFP4 blocks as block-scaled Tensors. A refused tensor
+    maps to its exception; an error of the file itself raises."""
+    tensors, metadata = _strata._read_gguf(path)
+    return Checkpoint(tensors, metadata, "gguf")
+
+
+def read_checkpoint(path):
+    """read_gguf or read_safetensors, chosen by the file's first bytes."""
+    format, tensors = _strata._read_checkpoint(path)
+    return Checkpoint(tensors, {}, format)
+
+
+def _numpy(self):
+    """The values as a numpy array over the same memory (numpy.from_dlpack:
+    read-only)."""
+    import numpy
+
+    return numpy.from_dlpack(self)
+
+
+Tensor.numpy = _numpy
+
+# The classes print as what users import.
+for _cls in (Carrier, ExternalCarrier, HostCarrier, Layout, MappedCarrier,
+             RecordedCarrier, Tensor):
+    _cls.__module__ = "strata"
+for _cls in (dtype.DType, dtype.SimpleDType, dtype.CompoundDType,
+             dtype.DTypeCategory, dtype.Rule,
+             dtype.RepresentationValidationContext):
+    _cls.__module__ = "strata.dtype"
+del _cls
+
+__all__ = [
+    "Carrier",
+    "Checkpoint",
+    "DType",
+    "ExternalCarrier",
+    "HostCarrier",
+    "Layout",
+    "MappedCarrier",
+    "OneSubtensorRequiredError",
+    "RecordedCarrier",
+    "RepresentationValidationContext",
+    "Tensor",
+    "dtype",
+    "dump",
+    "from_dlpack",
+    "layout",
+    "plan_shards",
+    "quantize",
+    "read_checkpoint",
+    "read_gguf",
+    "read_safetensors",
+    "replay",
+    "shard_granule",
+    "write_safetensors",
+    "zeros",
+]

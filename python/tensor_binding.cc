@@ -1,0 +1,576 @@
+// strata.Tensor: the public constructor, the spec's queries, the eight views,
+// indexing and the ops (python.md, "Names").
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/errors.h"
+#include "core/tensor.h"
+#include "core/tensor_access.h"
+#include "dtype/registry.h"
+#include "ops/ops.h"
+#include "python/binding.h"
+#include "views/views.h"
+
+namespace strata {
+namespace python {
+namespace {
+
+int64_t Rank(const Tensor& t) {
+  const Layout& layout = t.layout();
+  return layout.shape().is_leaf() ? 1 : layout.rank();
+}
+
+// The dims of permute(*dims) and reshape(*shape): one sequence, or the
+// integers themselves.
+std::vector<int64_t> VarIntegers(const py::args& args, const char* what) {
+  if (args.size() == 1 && !IsInteger(args[0])) {
+    return ToInt64Vector(args[0], what);
+  }
+  std::vector<int64_t> values;
+  values.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    values.push_back(ToInt64(args[i], absl::StrCat(what, "[", i, "]")));
+  }
+  return values;
+}
+
+// Runs a kernel over data without the GIL (python.md, "Interop"): `op` touches
+// no Python object.
+template <typename F>
+auto WithoutGil(F op) -> decltype(op()) {
+  py::gil_scoped_release release;
+  return op();
+}
+
+Tensor Call(absl::StatusOr<Tensor> result) {
+  return ValueOrRaise(std::move(result));
+}
+
+// A Python number as an operand of `like`: a rank-0 Tensor of the dtype
+// PyTorch gives a wrapped number (the Tensor's own where the number's kind is
+// not above it; float32 for a float with an integral Tensor, int64 for an
+// int with a bool one).
+Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
+  const Scalar value = ToScalar(number, absl::StrCat(op, ": operand"));
+  const SimpleDType* dtype = like.dtype().AsSimple();
+  if (dtype == nullptr) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(op, ": a number with a ", like.dtype().name(),
+                             " Tensor"));
+  }
+  if (value.is_float() && !dtype->is_floating()) {
+    dtype = dtypes::Float32();
+  } else if (value.is_int() && dtype->is_bool()) {
+    dtype = dtypes::Int64();
+  }
+  Tensor scalar = Call(Zeros(*dtype, {}));
+  ThrowIfError(Fill(scalar, value));
+  return scalar;
+}
+
+// The other operand of a binary operator: a Tensor, a number, or nothing
+// (NotImplemented).
+std::optional<Tensor> Operand(const Tensor& self, py::handle other,
+                              const char* op) {
+  if (py::isinstance<Tensor>(other)) return other.cast<const Tensor&>();
+  if (PyBool_Check(other.ptr()) || IsInteger(other) ||
+      PyFloat_Check(other.ptr())) {
+    return ScalarOperand(self, other, op);
+  }
+  return std::nullopt;
+}
+
+py::object Binary(BinaryOp op, const Tensor& self, py::handle other,
+                  bool reflected, const char* name) {
+  std::optional<Tensor> operand = Operand(self, other, name);
+  if (!operand.has_value()) {
+    return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+  }
+  const Tensor& a = reflected ? *operand : self;
+  const Tensor& b = reflected ? self : *operand;
+  return TensorObject(
+      Call(WithoutGil([&] { return BinaryOpTensor(op, a, b); })));
+}
+
+// ---- Indexing ----------------------------------------------------------
+
+// NumPy's basic indexing on the dims: an integer selects (and drops) a dim,
+// a slice with a positive step is a Slice view, None inserts a dim of extent
+// 1 and Ellipsis stands for the dims not named. A key of one integer (or
+// nested tuple, a hierarchical coordinate) per dim reads or writes one value.
+struct Index {
+  std::vector<py::object> items;  // The key as a sequence.
+  bool coordinate = true;         // Only integers and nested tuples.
+  int64_t dims_named = 0;         // Items that name a dim.
+};
+
+Index ParseKey(py::handle key) {
+  Index index;
+  if (PyTuple_Check(key.ptr())) {
+    for (py::handle item : py::reinterpret_borrow<py::tuple>(key)) {
+      index.items.push_back(py::reinterpret_borrow<py::object>(item));
+    }
+  } else {
+    index.items.push_back(py::reinterpret_borrow<py::object>(key));
+  }
+  for (const py::object& item : index.items) {
+    if (item.is_none()) {
+      index.coordinate = false;
+    } else if (item.ptr() == Py_Ellipsis) {
+      index.coordinate = false;
+    } else if (PySlice_Check(item.ptr())) {
+      index.coordinate = false;
+      ++index.dims_named;
+    } else if (IsInteger(item) || PyTuple_Check(item.ptr())) {
+      ++index.dims_named;
+    } else {
+      RaisePython(PyExc_TypeError,
+                  "Tensor index: only integers, slices, None and ... are "
+                  "valid indices (hierarchical coordinates as tuples), not " +
+                      TypeName(item));
+    }
+  }
+  return index;
+}
+
+int64_t CheckedIndex(py::handle item, int64_t extent, int64_t dim) {
+  int64_t i = ToInt64(item, absl::StrCat("Tensor index ", dim));
+  if (i < -extent || i >= extent) {
+    RaisePython(PyExc_IndexError,
+                absl::StrCat("index ", i, " is out of bounds for dim ", dim,
+                             " of extent ", extent));
+  }
+  return i < 0 ? i + extent : i;
+}
+
+// The coordinate of a full integer key, or nullopt where the key is a view.
+std::optional<IntTuple> Coordinate(const Tensor& t, const Index& index) {
+  const int64_t rank = Rank(t);
+  if (!index.coordinate || index.dims_named != rank) return std::nullopt;
+  const std::vector<int64_t> shape = t.shape();
+  std::vector<IntTuple> components;
+  for (size_t d = 0; d < index.items.size(); ++d) {
+    const py::object& item = index.items[d];
+    if (PyTuple_Check(item.ptr())) {
+      components.push_back(ToIntTuple(item, "Tensor index"));
+    } else {
+      components.push_back(
+          IntTuple(CheckedIndex(item, shape[d], static_cast<int64_t>(d))));
+    }
+  }
+  if (rank == 1 && !PyTuple_Check(index.items[0].ptr())) return components[0];
+  return IntTuple::Tuple(components);
+}
+
+Tensor IndexView(const Tensor& t, const Index& index) {
+  const int64_t rank = Rank(t);
+  int64_t ellipses = 0;
+  for (const py::object& item : index.items) {
+    if (item.ptr() == Py_Ellipsis) ++ellipses;
+  }
+  if (ellipses > 1) {
+    RaisePython(PyExc_IndexError,
+                "Tensor index: an index can only have a single ellipsis");
+  }
+  if (index.dims_named > rank) {
+    RaisePython(PyExc_IndexError,
+                absl::StrCat("Tensor index: too many indices: ",
+                             index.dims_named, " for a Tensor of rank ", rank));
+  }
+  Tensor view = t;
+  int64_t dim = 0;
+  for (const py::object& item : index.items) {
+    const std::vector<int64_t> shape = view.shape();
+    if (item.is_none()) {
+      view = Call(Unsqueeze(view, dim));
+      ++dim;
+    } else if (item.ptr() == Py_Ellipsis) {
+      dim += rank - index.dims_named;
+    } else if (PySlice_Check(item.ptr())) {
+      Py_ssize_t start = 0, stop = 0, step = 0;
+      if (PySlice_Unpack(item.ptr(), &start, &stop, &step) != 0) {
+        throw py::error_already_set();
+      }
+      if (step <= 0) {
+        RaisePython(PyExc_ValueError,
+                    absl::StrCat("Tensor index: step ", step,
+                                 " of dim ", dim,
+                                 ": a view slices with a positive step"));
+      }
+      PySlice_AdjustIndices(shape[dim], &start, &stop, step);
+      view = Call(Slice(view, dim, start, std::max(start, stop), step));
+      ++dim;
+    } else if (PyTuple_Check(item.ptr())) {
+      RaisePython(PyExc_TypeError,
+                  "Tensor index: a hierarchical coordinate (a tuple) reads "
+                  "one value; it cannot be mixed with slices");
+    } else {
+      const int64_t i = CheckedIndex(item, shape[dim], dim);
+      view = Call(Squeeze(Call(Slice(view, dim, i, i + 1)), dim));
+    }
+  }
+  return view;
+}
+
+py::object GetItemPy(const Tensor& t, py::handle key) {
+  const Index index = ParseKey(key);
+  if (std::optional<IntTuple> coord = Coordinate(t, index)) {
+    return FromScalar(ValueOrRaise(GetItem(t, *coord)));
+  }
+  return TensorObject(IndexView(t, index));
+}
+
+void SetItemPy(const Tensor& t, py::handle key, py::handle value) {
+  const Index index = ParseKey(key);
+  if (std::optional<IntTuple> coord = Coordinate(t, index)) {
+    ThrowIfError(SetItem(t, *coord, ToScalar(value, "Tensor item value")));
+    return;
+  }
+  const Tensor view = IndexView(t, index);
+  if (py::isinstance<Tensor>(value) || py::hasattr(value, "__dlpack__")) {
+    const Tensor source = ToTensorOrImport(value, "Tensor item value");
+    ThrowIfError(WithoutGil([&] { return CopyFrom(view, source); }));
+    return;
+  }
+  const Scalar scalar = ToScalar(value, "Tensor item value");
+  ThrowIfError(WithoutGil([&] { return Fill(view, scalar); }));
+}
+
+std::string Repr(const Tensor& t) {
+  return absl::StrCat(
+      "strata.Tensor(dtype=", t.dtype().name(), ", shape=(",
+      absl::StrJoin(t.shape(), ", "), Rank(t) == 1 ? ",)" : ")",
+      ", layout=", t.layout().ToString(), ", offset=", t.offset(),
+      ", carrier=", t.carrier()->class_name(),
+      t.num_subtensors() > 1 ? absl::StrCat(", levels=", t.num_subtensors())
+                             : "",
+      ")");
+}
+
+py::tuple SubtensorsOf(const Tensor& t) {
+  const Representation& rep = TensorAccess::representation(t);
+  py::tuple result(rep.num_levels());
+  for (int i = 0; i < rep.num_levels(); ++i) {
+    const Subtensor& s = rep.subtensor(i);
+    result[i] = py::make_tuple(DTypeObject(s.storage_dtype),
+                               CarrierObject(s.carrier), s.offset,
+                               s.placement);
+  }
+  return result;
+}
+
+std::vector<int64_t> ReshapeTarget(const Tensor& t,
+                                   std::vector<int64_t> shape) {
+  // One extent may be -1: the one that keeps the size (NumPy's and PyTorch's).
+  int inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (shape[i] == -1 && inferred < 0) {
+      inferred = static_cast<int>(i);
+    } else if (shape[i] >= 0 && known != 0) {
+      if (__builtin_mul_overflow(known, shape[i], &known)) known = -1;
+    }
+  }
+  if (inferred >= 0 && known > 0 && t.size() % known == 0) {
+    shape[inferred] = t.size() / known;
+  }
+  return shape;
+}
+
+}  // namespace
+
+py::object TensorObject(Tensor tensor) { return py::cast(std::move(tensor)); }
+
+const Tensor& ToTensor(py::handle object, absl::string_view what) {
+  if (!py::isinstance<Tensor>(object)) {
+    RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata.Tensor, not ",
+                                              TypeName(object)));
+  }
+  return object.cast<const Tensor&>();
+}
+
+Tensor ToTensorOrImport(py::handle object, absl::string_view what) {
+  if (py::isinstance<Tensor>(object)) return object.cast<const Tensor&>();
+  if (py::hasattr(object, "__dlpack__")) return ImportDLPack(object);
+  RaisePython(PyExc_TypeError,
+              absl::StrCat(what, " must be a strata.Tensor or support DLPack, not ",
+                           TypeName(object)));
+}
+
+void BindTensor(py::module_& module) {
+  py::class_<Tensor>(module, "Tensor", py::is_final(),
+                     "A logical Tensor over carrier-backed storage. "
+                     "Tensor(carrier, offset, layout) is the one public "
+                     "constructor: it builds a one-subtensor Tensor.")
+      .def(py::init([](py::handle carrier, py::handle offset,
+                       py::handle layout) {
+             std::shared_ptr<Carrier> held = CarrierArg(carrier);
+             if (held == nullptr) {
+               RaisePython(PyExc_TypeError,
+                           "Tensor: carrier must be a strata.Carrier, not " +
+                               TypeName(carrier));
+             }
+             const int64_t start = ToInt64(offset, "Tensor: offset");
+             const Layout& placement = ToLayout(layout, "Tensor: layout");
+             return Call(Tensor::Create(std::move(held), start, placement));
+           }),
+           py::arg("carrier"), py::arg("offset"), py::arg("layout"))
+      // The spec's queries: properties and methods as it writes them.
+      .def_property_readonly(
+          "carrier", [](const Tensor& t) { return CarrierObject(t.carrier()); })
+      .def_property_readonly("offset", &Tensor::offset)
+      .def_property_readonly("layout", &Tensor::layout)
+      .def("dtype", [](const Tensor& t) { return DTypeObject(&t.dtype()); })
+      .def("size", &Tensor::size,
+           "The number of logical coordinates of subtensor 0's placement.")
+      .def("carrier_type",
+           [](const Tensor& t) { return CarrierClassObject(t.carrier()); })
+      .def_property_readonly("shape",
+                             [](const Tensor& t) {
+                               const std::vector<int64_t> shape = t.shape();
+                               py::tuple result(shape.size());
+                               for (size_t i = 0; i < shape.size(); ++i) {
+                                 result[i] = py::int_(shape[i]);
+                               }
+                               return result;
+                             })
+      .def_property_readonly("ndim", &Rank)
+      .def_property_readonly("num_subtensors", &Tensor::num_subtensors)
+      .def_property_readonly(
+          "subtensors", &SubtensorsOf,
+          "Every level as (storage dtype, carrier, offset, placement).")
+      .def_property_readonly(
+          "adjacent_layouts",
+          [](const Tensor& t) {
+            const auto adjacent =
+                TensorAccess::representation(t).adjacent_layouts();
+            return py::tuple(py::cast(
+                std::vector<Layout>(adjacent.begin(), adjacent.end())));
+          })
+      .def("mutation_snapshot",
+           [](const Tensor& t) {
+             const Representation& rep = TensorAccess::representation(t);
+             py::list result;
+             for (const CarrierVersion& entry : t.Snapshot()) {
+               for (const Subtensor& s : rep.subtensors()) {
+                 if (s.carrier.get() == entry.carrier) {
+                   result.append(
+                       py::make_tuple(CarrierObject(s.carrier), entry.version));
+                   break;
+                 }
+               }
+             }
+             return result;
+           },
+           "[(carrier, version), ...]: each distinct carrier once, in order "
+           "of first use.")
+      .def("data_ptr",
+           [](const Tensor& t) -> uintptr_t {
+             const void* data = t.carrier()->data();
+             const SimpleDType* d = t.carrier()->dtype().AsSimple();
+             if (data == nullptr || d == nullptr) return 0;
+             return reinterpret_cast<uintptr_t>(data) +
+                    static_cast<uintptr_t>(t.offset() * d->bits() / 8);
+           },
+           "The address of subtensor 0's element at the offset (0 without "
+           "host data).")
+      // The eight views.
+      .def("permute",
+           [](const Tensor& t, py::args dims) {
+             std::vector<int64_t> perm = VarIntegers(dims, "permute: dims");
+             const int64_t rank = Rank(t);
+             for (int64_t& d : perm) d = NormalizeDim(d, rank);
+             return Call(Permute(t, perm));
+           })
+      .def(
+          "slice",
+          [](const Tensor& t, py::handle dim, py::handle start,
+             py::handle stop, py::handle step) {
+            return Call(Slice(
+                t, NormalizeDim(ToInt64(dim, "slice: dim"), Rank(t)),
+                ToInt64(start, "slice: start"), ToInt64(stop, "slice: stop"),
+                ToInt64(step, "slice: step")));
+          },
+          py::arg("dim"), py::arg("start"), py::arg("stop"),
+          py::arg("step") = 1)
+      .def("reshape",
+           [](const Tensor& t, py::args shape) {
+             return Call(Reshape(
+                 t, ReshapeTarget(t, VarIntegers(shape, "reshape: shape"))));
+           })
+      .def(
+          "as_strided",
+          [](const Tensor& t, py::handle layout, py::handle offset) {
+            return Call(AsStrided(t, ToLayout(layout, "as_strided: layout"),
+                                  ToInt64(offset, "as_strided: offset")));
+          },
+          py::arg("layout"), py::arg("offset"))
+      .def("broadcast_to",
+           [](const Tensor& t, py::args shape) {
+             return Call(
+                 BroadcastTo(t, VarIntegers(shape, "broadcast_to: shape")));
+           })
+      .def(
+          "broadcast_in_dim",
+          [](const Tensor& t, py::handle shape, py::handle dims) {
+            return Call(BroadcastInDim(
+                t, ToInt64Vector(shape, "broadcast_in_dim: shape"),
+                ToInt64Vector(dims, "broadcast_in_dim: dims")));
+          },
+          py::arg("shape"), py::arg("dims"))
+      .def(
+          "squeeze",
+          [](const Tensor& t, py::handle dim) {
+            if (dim.is_none()) return Call(Squeeze(t));
+            return Call(Squeeze(
+                t, NormalizeDim(ToInt64(dim, "squeeze: dim"), Rank(t))));
+          },
+          py::arg("dim") = py::none())
+      .def(
+          "unsqueeze",
+          [](const Tensor& t, py::handle dim) {
+            return Call(Unsqueeze(
+                t, NormalizeDim(ToInt64(dim, "unsqueeze: dim"), Rank(t), 1)));
+          },
+          py::arg("dim"))
+      // Indexing.
+      .def("__getitem__", &GetItemPy)
+      .def("__setitem__", &SetItemPy)
+      .def("__len__",
+           [](const Tensor& t) {
+             const std::vector<int64_t> shape = t.shape();
+             if (shape.empty()) {
+               RaisePython(PyExc_TypeError, "len() of a rank-0 Tensor");
+             }
+             return shape[0];
+           })
+      // Arithmetic.
+      .def("__add__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kAdd, t, o, false, "Add");
+           })
+      .def("__radd__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kAdd, t, o, true, "Add");
+           })
+      .def("__sub__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kSub, t, o, false, "Sub");
+           })
+      .def("__rsub__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kSub, t, o, true, "Sub");
+           })
+      .def("__mul__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kMul, t, o, false, "Mul");
+           })
+      .def("__rmul__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kMul, t, o, true, "Mul");
+           })
+      .def("__truediv__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kDiv, t, o, false, "Div");
+           })
+      .def("__rtruediv__",
+           [](const Tensor& t, py::handle o) {
+             return Binary(BinaryOp::kDiv, t, o, true, "Div");
+           })
+      .def("__neg__",
+           [](const Tensor& t) {
+             return Call(WithoutGil([&] { return Neg(t); }));
+           })
+      // Ops.
+      .def(
+          "sum",
+          [](const Tensor& t, py::handle dim) {
+            if (dim.is_none()) return Call(WithoutGil([&] { return Sum(t); }));
+            std::vector<int64_t> dims =
+                IsInteger(dim)
+                    ? std::vector<int64_t>{ToInt64(dim, "sum: dim")}
+                    : ToInt64Vector(dim, "sum: dim");
+            const int64_t rank = Rank(t);
+            for (int64_t& d : dims) d = NormalizeDim(d, rank);
+            return Call(WithoutGil([&] { return Sum(t, dims); }));
+          },
+          py::arg("dim") = py::none(),
+          "The sum of all values (rank 0), or along dim (an int or a "
+          "sequence).")
+      .def("contiguous",
+           [](const Tensor& t) {
+             return Call(WithoutGil([&] { return Contiguous(t); }));
+           })
+      .def("clone",
+           [](const Tensor& t) {
+             return Call(WithoutGil([&] { return Clone(t); }));
+           })
+      .def(
+          "cast",
+          [](const Tensor& t, py::handle dtype) {
+            const DType& target = ToDType(dtype, "cast: dtype", true);
+            if (target.AsSimple() == nullptr) {
+              RaisePython(PyExc_TypeError,
+                          absl::StrCat("cast: the target must be a simple "
+                                       "dtype; ",
+                                       target.name(), " is ",
+                                       target.kind_name()));
+            }
+            return Call(
+                WithoutGil([&] { return Cast(t, *target.AsSimple()); }));
+          },
+          py::arg("dtype"))
+      .def(
+          "fill",
+          [](const Tensor& t, py::handle value) {
+            const Scalar scalar = ToScalar(value, "fill: value");
+            ThrowIfError(WithoutGil([&] { return Fill(t, scalar); }));
+          },
+          py::arg("value"))
+      .def(
+          "copy_from",
+          [](const Tensor& t, py::handle other) {
+            const Tensor source = ToTensorOrImport(other, "copy_from: other");
+            ThrowIfError(WithoutGil([&] { return CopyFrom(t, source); }));
+          },
+          py::arg("other"))
+      .def("is_contiguous", &IsCompactRowMajor,
+           "Whether the values sit at consecutive carrier indices in "
+           "row-major order.")
+      // DLPack.
+      .def(
+          "__dlpack__",
+          [](const Tensor& t, py::handle stream, py::handle max_version) {
+            return ExportDLPack(t, stream, max_version);
+          },
+          py::arg("stream") = py::none(),
+          py::arg("max_version") = py::none())
+      .def("__dlpack_device__",
+           [](const Tensor&) { return py::make_tuple(1, 0); })
+      .def("__repr__", &Repr);
+
+  module.def(
+      "zeros",
+      [](py::handle shape, py::handle dtype) {
+        const DType& d = ToDType(dtype, "zeros: dtype", true);
+        if (d.AsSimple() == nullptr) {
+          RaisePython(PyExc_TypeError,
+                      absl::StrCat("zeros: dtype must be simple; ", d.name(),
+                                   " is ", d.kind_name()));
+        }
+        const std::vector<int64_t> extents =
+            IsInteger(shape) ? std::vector<int64_t>{ToInt64(shape, "zeros: shape")}
+                             : ToInt64Vector(shape, "zeros: shape");
+        return Call(Zeros(*d.AsSimple(), extents));
+      },
+      py::arg("shape"), py::arg("dtype"),
+      "A zero-filled compact row-major Tensor over a new host carrier.");
+}
+
+}  // namespace python
+}  // namespace strata
