@@ -178,6 +178,40 @@ absl::Status BinaryInto(BinaryOp op, const Tensor& a, const Tensor& b,
   return absl::OkStatus();
 }
 
+bool IsRank0(const Tensor& t) {
+  const IntTuple& shape = t.layout().shape();
+  return !shape.is_leaf() && shape.rank() == 0;
+}
+
+int Category(const SimpleDType& d) {
+  return d.is_bool() ? 0 : d.is_floating() ? 2 : 1;
+}
+
+// NOTE [ Rank-0 operands ]
+// PyTorch promotes a rank-0 Tensor with one of rank >= 1 by category only
+// (its result_type: the dimensioned operand's dtype, unless the rank-0 one is
+// of a higher category -- bool < integer < floating -- and then the two
+// promote as usual): int8 [3] + int64 [] is int8, bfloat16 [3] + float32 []
+// is bfloat16, int16 [3] + float64 [] is float64. Operands of equal standing
+// (both rank 0, or neither) promote by PromoteTypes. Python numbers reach the
+// ops as rank-0 Tensors of the dtype PyTorch gives a wrapped number
+// (python/tensor_binding.cc), so they follow the same rule.
+absl::StatusOr<const SimpleDType*> ResultType(BinaryOp op, const Tensor& a,
+                                              const Tensor& b) {
+  STRATA_ASSIGN_OR_RETURN(const SimpleDType* promoted,
+                          PromoteTypes(DTypeOf(a), DTypeOf(b), op));
+  const bool a_rank0 = IsRank0(a);
+  if (a_rank0 == IsRank0(b)) return promoted;
+  const SimpleDType& dimensioned = a_rank0 ? DTypeOf(b) : DTypeOf(a);
+  const SimpleDType& rank0 = a_rank0 ? DTypeOf(a) : DTypeOf(b);
+  const SimpleDType* result =
+      Category(rank0) > Category(dimensioned) ? promoted : &dimensioned;
+  if (op == BinaryOp::kDiv && !result->is_floating()) {
+    result = dtypes::Float32();
+  }
+  return result;
+}
+
 absl::Status CheckBinaryArgs(BinaryOp op, const Tensor& a, const Tensor& b) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(a, OpName(op)));
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(b, OpName(op)));
@@ -189,8 +223,7 @@ absl::Status BinaryOut(BinaryOp op, const Tensor& a, const Tensor& b,
                        const Tensor& out) {
   STRATA_RETURN_IF_ERROR(CheckBinaryArgs(op, a, b));
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(out, OpName(op)));
-  STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
-                          PromoteTypes(DTypeOf(a), DTypeOf(b), op));
+  STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute, ResultType(op, a, b));
   if (!IsArithmetic(DTypeOf(out))) {
     return TypeErrorCat(OpName(op), ": out dtype ", out.dtype().name(),
                         " is a storage type, not an arithmetic type");
@@ -261,8 +294,7 @@ absl::StatusOr<const SimpleDType*> PromoteTypes(const SimpleDType& a,
 absl::StatusOr<Tensor> BinaryOpTensor(BinaryOp op, const Tensor& a,
                                       const Tensor& b) {
   STRATA_RETURN_IF_ERROR(CheckBinaryArgs(op, a, b));
-  STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute,
-                          PromoteTypes(DTypeOf(a), DTypeOf(b), op));
+  STRATA_ASSIGN_OR_RETURN(const SimpleDType* compute, ResultType(op, a, b));
   STRATA_ASSIGN_OR_RETURN(std::vector<int64_t> shape,
                           BroadcastShapes(OpName(op), a.shape(), b.shape()));
   STRATA_ASSIGN_OR_RETURN(Tensor out, Zeros(*compute, shape));

@@ -35,6 +35,11 @@
 //   floating with floating -> the wider
 //   Div of two integral (or bool) operands -> float32
 // clang-format on
+// A rank-0 operand with an operand of rank >= 1 counts by category only, as
+// in PyTorch's result_type (NOTE [ Rank-0 operands ] in elementwise.cc): the
+// dimensioned operand's dtype, unless the rank-0 one is of a higher category
+// (bool < integer < floating). PromoteTypes is the rule for operands of
+// equal standing.
 // Sub with a bool operand and Neg of bool are TypeErrors. float8_*, float4_*
 // and float8_e8m0fnu are storage types, not arithmetic types: a TypeError says
 // so (CopyFrom and Cast still convert to and from them).

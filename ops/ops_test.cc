@@ -258,6 +258,34 @@ TEST(OpsTest, PromotionTable) {
             absl::string_view::npos);
 }
 
+// NOTE [ Rank-0 operands ]: what torch.add gives for these (checked against
+// PyTorch by python/tests/ops_property_test.py).
+TEST(OpsTest, RankZeroOperandsPromoteByCategory) {
+  auto R = [](const SimpleDType* vector, const SimpleDType* rank0,
+              BinaryOp op = BinaryOp::kAdd, bool rank0_first = false) {
+    const Tensor v = *Zeros(*vector, {3});
+    const Tensor z = *Zeros(*rank0, {});
+    auto r = rank0_first ? BinaryOpTensor(op, z, v) : BinaryOpTensor(op, v, z);
+    return r.ok() ? r->dtype().name() : std::string(r.status().message());
+  };
+  using namespace dtypes;
+  EXPECT_EQ(R(Int8(), Int64()), "int8");
+  EXPECT_EQ(R(UInt8(), Int16(), BinaryOp::kMul, true), "uint8");
+  EXPECT_EQ(R(BFloat16(), Float32()), "bfloat16");
+  EXPECT_EQ(R(Float16(), Float64(), BinaryOp::kSub, true), "float16");
+  EXPECT_EQ(R(Int16(), Float64()), "float64");
+  EXPECT_EQ(R(Bool(), Int32()), "int32");
+  EXPECT_EQ(R(Bool(), Bool()), "bool");
+  EXPECT_EQ(R(Int32(), Int64(), BinaryOp::kDiv), "float32");
+  EXPECT_EQ(R(Int32(), Float64(), BinaryOp::kDiv), "float64");
+  // Equal standing: the promotion table.
+  EXPECT_EQ(Add(*Zeros(*Int8(), {}), *Zeros(*Int64(), {}))->dtype().name(),
+            "int64");
+  // Still refused where the table refuses.
+  EXPECT_TRUE(IsTypeError(
+      Sub(*Zeros(*Bool(), {3}), *Zeros(*Bool(), {})).status()));
+}
+
 TEST(OpsTest, IntegerArithmeticWrapsAndHalfFloatsRound) {
   Tensor a = Iota("2:1", dtypes::Int8(), 0, 100.0);  // 0, 100
   auto s = Add(a, a);

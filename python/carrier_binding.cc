@@ -203,6 +203,20 @@ void BindCarriers(py::module_& module) {
       .def_property_readonly(
           "class_name",
           [](const Carrier& c) { return std::string(c.class_name()); })
+      .def("tobytes",
+           [](const Carrier& c) {
+             const SimpleDType* simple = c.dtype().AsSimple();
+             if (simple == nullptr || c.size() < 0 || c.data() == nullptr) {
+               RaisePython(PyExc_ValueError,
+                           "Carrier.tobytes: " + c.Describe() +
+                               " holds no host data");
+             }
+             const int64_t bytes = ValueOrRaise(StorageBytes(*simple, c.size()));
+             return py::bytes(static_cast<const char*>(c.data()),
+                              static_cast<size_t>(bytes));
+           },
+           "A copy of the stored bytes (packed little-endian, as dumps "
+           "hold them).")
       .def("data_ptr", &DataPointer,
            "The address of the stored bytes (0 without host data).")
       .def("__repr__", [](py::handle self) {
