@@ -200,9 +200,11 @@ void BindCarriers(py::module_& module) {
            "Frees the storage now (idempotent); a Tensor never calls it.")
       .def("released", &Carrier::released)
       .def_property_readonly("read_only", &Carrier::read_only)
-      .def_property_readonly(
-          "class_name",
-          [](const Carrier& c) { return std::string(c.class_name()); })
+      .def_property_readonly("class_name",
+                             [](py::handle self) {
+                               return std::string(
+                                   CarrierArg(self)->class_name());
+                             })
       .def("tobytes",
            [](const Carrier& c) {
              const SimpleDType* simple = c.dtype().AsSimple();
@@ -220,7 +222,7 @@ void BindCarriers(py::module_& module) {
       .def("data_ptr", &DataPointer,
            "The address of the stored bytes (0 without host data).")
       .def("__repr__", [](py::handle self) {
-        const Carrier& c = self.cast<const Carrier&>();
+        const Carrier& c = *CarrierArg(self);  // A Python class named.
         return absl::StrCat("<", QualifiedName(self), " ", c.Describe(),
                             ", version ", c.version(), ">");
       });

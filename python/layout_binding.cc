@@ -135,8 +135,9 @@ void BindLayout(py::module_& module) {
                                             FromIntTuple(l.stride())));
            })
       .def("__reduce__", [](py::handle self) {
-        return py::make_tuple(self.attr("parse"),
-                              py::make_tuple(py::str(self)));
+        return py::make_tuple(py::type::of(self),
+                              py::make_tuple(self.attr("shape"),
+                                             self.attr("stride")));
       });
 
   py::module_ algebra = module.def_submodule(
