@@ -16,6 +16,16 @@
 //   any Tensor does; `t.carrier` returns that same object.
 // - A Tensor is a value (it shares its immutable representation); its Python
 //   object holds a copy.
+//
+// NOTE [ Casting without type lookups ]
+// pybind11 finds a C++ type's Python type by hashing its mangled name on every
+// isinstance, argument cast and returned object: a quarter of a Tensor's
+// construction from Python. The hot paths (construction, the views, the
+// Tensor, Layout and Carrier arguments, returned Tensors and Layouts) compare
+// Python types by pointer instead, with the types kept at binding time, and
+// read the value (or holder) of the pybind11 instance directly; a Python
+// subclass is possible of strata.Carrier only (the other classes are final),
+// whose holder is a std::shared_ptr<Carrier>.
 #ifndef STRATA_PYTHON_BINDING_H_
 #define STRATA_PYTHON_BINDING_H_
 
@@ -41,6 +51,29 @@ namespace strata {
 namespace python {
 
 namespace py = pybind11;
+
+// ---- Fast casts (NOTE [ Casting without type lookups ]) -------------------
+// The value of a pybind11 instance whose Python type is exactly `type` (a
+// final class), or nullptr: another type, or an instance whose __init__ never
+// ran (Class.__new__(Class)).
+template <typename T>
+T* ExactValue(py::handle object, PyTypeObject* type) {
+  if (Py_TYPE(object.ptr()) != type) return nullptr;
+  auto* instance = reinterpret_cast<py::detail::instance*>(object.ptr());
+  return instance->get_value_and_holder().value_ptr<T>();
+}
+// A new Python object of the bound class `info` holding `value`.
+template <typename T>
+py::object NewObject(T&& value, const py::detail::type_info* info) {
+  using Value = std::decay_t<T>;
+  return py::reinterpret_steal<py::object>(
+      py::detail::type_caster_generic::cast(
+          &value, py::return_value_policy::move, py::handle(), info, nullptr,
+          [](const void* source) -> void* {
+            return new Value(std::move(
+                *const_cast<Value*>(static_cast<const Value*>(source))));
+          }));
+}
 
 // ---- Errors (errors.cc) ----------------------------------------------------
 // Kind -> exception: TypeError -> TypeError, ValueError -> ValueError,
@@ -123,6 +156,7 @@ py::object CarrierClassObject(const std::shared_ptr<Carrier>& carrier);
 // ---- Tensors (tensor_binding.cc, dlpack_binding.cc) ------------------------
 void BindTensor(py::module_& module);
 py::object TensorObject(Tensor tensor);
+py::object LayoutObject(Layout layout);
 // TypeError naming `what` when `object` is not a strata.Tensor.
 const Tensor& ToTensor(py::handle object, absl::string_view what);
 // A Tensor, or an object with __dlpack__ imported without a copy.

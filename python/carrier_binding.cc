@@ -149,16 +149,39 @@ py::object DataPointer(const Carrier& carrier) {
   return py::int_(reinterpret_cast<uintptr_t>(carrier.data()));
 }
 
+// The bound carrier classes (NOTE [ Casting without type lookups ]).
+PyTypeObject* carrier_type = nullptr;
+PyTypeObject* host_type = nullptr;
+PyTypeObject* external_type = nullptr;
+PyTypeObject* recorded_type = nullptr;
+PyTypeObject* mapped_type = nullptr;
+
+template <typename T>
+std::shared_ptr<Carrier> HolderAs(const py::detail::value_and_holder& v) {
+  return v.holder<std::shared_ptr<T>>();
+}
+
 }  // namespace
 
 std::shared_ptr<Carrier> CarrierArg(py::handle object) {
-  if (!py::isinstance<Carrier>(object)) return nullptr;
-  std::shared_ptr<Carrier> carrier = object.cast<std::shared_ptr<Carrier>>();
-  if (auto* python = dynamic_cast<PythonCarrier*>(carrier.get())) {
-    python->Bind(object);
-    return python->Held(object);
+  PyTypeObject* type = Py_TYPE(object.ptr());
+  if (!PyType_IsSubtype(type, carrier_type)) return nullptr;
+  const py::detail::value_and_holder v =
+      reinterpret_cast<py::detail::instance*>(object.ptr())
+          ->get_value_and_holder();
+  if (v.value_ptr() == nullptr || !v.holder_constructed()) {
+    return nullptr;  // Carrier.__new__ without __init__: not a carrier yet.
   }
-  return carrier;
+  // The final classes hold their own type; strata.Carrier and its Python
+  // subclasses a Carrier.
+  if (type == host_type) return HolderAs<HostCarrier>(v);
+  if (type == mapped_type) return HolderAs<MappedCarrier>(v);
+  if (type == external_type) return HolderAs<ExternalCarrier>(v);
+  if (type == recorded_type) return HolderAs<RecordedCarrier>(v);
+  auto* python = dynamic_cast<PythonCarrier*>(v.value_ptr<Carrier>());
+  if (python == nullptr) return HolderAs<Carrier>(v);  // A C++ class unbound.
+  python->Bind(object);
+  return python->Held(object);
 }
 
 py::object CarrierObject(const std::shared_ptr<Carrier>& carrier) {
@@ -254,6 +277,12 @@ void BindCarriers(py::module_& module) {
       "A read-only mapping of a file region (a checkpoint's tensor data).")
       .def_property_readonly("file", &MappedCarrier::file)
       .def_property_readonly("file_offset", &MappedCarrier::file_offset);
+
+  carrier_type = py::detail::get_type_info(typeid(Carrier))->type;
+  host_type = py::detail::get_type_info(typeid(HostCarrier))->type;
+  external_type = py::detail::get_type_info(typeid(ExternalCarrier))->type;
+  recorded_type = py::detail::get_type_info(typeid(RecordedCarrier))->type;
+  mapped_type = py::detail::get_type_info(typeid(MappedCarrier))->type;
 }
 
 }  // namespace python

@@ -38,22 +38,31 @@ Layout WithLayoutOrTiler(py::handle a, py::handle b, const char* name, F f,
   return ValueOrRaise(f(left, ToLayout(b, absl::StrCat(name, ": B"))));
 }
 
+PyTypeObject* layout_type = nullptr;
+const py::detail::type_info* layout_info = nullptr;
+
 }  // namespace
 
 absl::StatusOr<Layout> ToLayoutOrStatus(py::handle object,
                                         absl::string_view what) {
-  if (!py::isinstance<Layout>(object)) {
+  const Layout* layout = ExactValue<Layout>(object, layout_type);
+  if (layout == nullptr) {
     return TypeErrorCat(what, " is not a strata.Layout: ", TypeName(object));
   }
-  return object.cast<const Layout&>();
+  return *layout;
 }
 
 const Layout& ToLayout(py::handle object, absl::string_view what) {
-  if (!py::isinstance<Layout>(object)) {
+  const Layout* layout = ExactValue<Layout>(object, layout_type);
+  if (layout == nullptr) {
     RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata.Layout, not ",
                                               TypeName(object)));
   }
-  return object.cast<const Layout&>();
+  return *layout;
+}
+
+py::object LayoutObject(Layout layout) {
+  return NewObject(std::move(layout), layout_info);
 }
 
 void BindLayout(py::module_& module) {
@@ -126,8 +135,11 @@ void BindLayout(py::module_& module) {
            })
       .def("__eq__",
            [](const Layout& l, py::handle other) -> py::object {
-             if (!py::isinstance<Layout>(other)) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
-             return py::bool_(l == other.cast<const Layout&>());
+             const Layout* right = ExactValue<Layout>(other, layout_type);
+             if (right == nullptr) {
+               return py::reinterpret_borrow<py::object>(Py_NotImplemented);
+             }
+             return py::bool_(l == *right);
            })
       .def("__hash__",
            [](const Layout& l) {
@@ -139,6 +151,8 @@ void BindLayout(py::module_& module) {
                               py::make_tuple(self.attr("shape"),
                                              self.attr("stride")));
       });
+  layout_info = py::detail::get_type_info(typeid(Layout));
+  layout_type = layout_info->type;
 
   py::module_ algebra = module.def_submodule(
       "layout", "The CuTe layout algebra, always admissibility-checked.");

@@ -47,9 +47,19 @@ auto WithoutGil(F op) -> decltype(op()) {
   return op();
 }
 
-Tensor Call(absl::StatusOr<Tensor> result) {
+Tensor Value(absl::StatusOr<Tensor> result) {
   return ValueOrRaise(std::move(result));
 }
+
+// A result Tensor as its Python object, or the error raised.
+py::object Call(absl::StatusOr<Tensor> result) {
+  return TensorObject(ValueOrRaise(std::move(result)));
+}
+
+PyTypeObject* tensor_type = nullptr;
+const py::detail::type_info* tensor_info = nullptr;
+
+const Tensor& Self(py::handle self) { return ToTensor(self, "self"); }
 
 // A Python number as an operand of `like`: a rank-0 Tensor of the dtype
 // PyTorch gives a wrapped number (the Tensor's own where the number's kind is
@@ -68,7 +78,7 @@ Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
   } else if (value.is_int() && dtype->is_bool()) {
     dtype = dtypes::Int64();
   }
-  Tensor scalar = Call(Zeros(*dtype, {}));
+  Tensor scalar = Value(Zeros(*dtype, {}));
   ThrowIfError(Fill(scalar, value));
   return scalar;
 }
@@ -77,7 +87,9 @@ Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
 // (NotImplemented).
 std::optional<Tensor> Operand(const Tensor& self, py::handle other,
                               const char* op) {
-  if (py::isinstance<Tensor>(other)) return other.cast<const Tensor&>();
+  if (const Tensor* tensor = ExactValue<Tensor>(other, tensor_type)) {
+    return *tensor;
+  }
   if (PyBool_Check(other.ptr()) || IsInteger(other) ||
       PyFloat_Check(other.ptr())) {
     return ScalarOperand(self, other, op);
@@ -93,8 +105,7 @@ py::object Binary(BinaryOp op, const Tensor& self, py::handle other,
   }
   const Tensor& a = reflected ? *operand : self;
   const Tensor& b = reflected ? self : *operand;
-  return TensorObject(
-      Call(WithoutGil([&] { return BinaryOpTensor(op, a, b); })));
+  return Call(WithoutGil([&] { return BinaryOpTensor(op, a, b); }));
 }
 
 // ---- Indexing ----------------------------------------------------------
@@ -187,7 +198,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
   for (const py::object& item : index.items) {
     const std::vector<int64_t> shape = view.shape();
     if (item.is_none()) {
-      view = Call(Unsqueeze(view, dim));
+      view = Value(Unsqueeze(view, dim));
       ++dim;
     } else if (item.ptr() == Py_Ellipsis) {
       dim += rank - index.dims_named;
@@ -203,7 +214,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
                                  ": a view slices with a positive step"));
       }
       PySlice_AdjustIndices(shape[dim], &start, &stop, step);
-      view = Call(Slice(view, dim, start, std::max(start, stop), step));
+      view = Value(Slice(view, dim, start, std::max(start, stop), step));
       ++dim;
     } else if (PyTuple_Check(item.ptr())) {
       RaisePython(PyExc_TypeError,
@@ -211,7 +222,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
                   "one value; it cannot be mixed with slices");
     } else {
       const int64_t i = CheckedIndex(item, shape[dim], dim);
-      view = Call(Squeeze(Call(Slice(view, dim, i, i + 1)), dim));
+      view = Value(Squeeze(Value(Slice(view, dim, i, i + 1)), dim));
     }
   }
   return view;
@@ -232,7 +243,8 @@ void SetItemPy(const Tensor& t, py::handle key, py::handle value) {
     return;
   }
   const Tensor view = IndexView(t, index);
-  if (py::isinstance<Tensor>(value) || py::hasattr(value, "__dlpack__")) {
+  if (ExactValue<Tensor>(value, tensor_type) != nullptr ||
+      py::hasattr(value, "__dlpack__")) {
     const Tensor source = ToTensorOrImport(value, "Tensor item value");
     ThrowIfError(WithoutGil([&] { return CopyFrom(view, source); }));
     return;
@@ -284,18 +296,23 @@ std::vector<int64_t> ReshapeTarget(const Tensor& t,
 
 }  // namespace
 
-py::object TensorObject(Tensor tensor) { return py::cast(std::move(tensor)); }
+py::object TensorObject(Tensor tensor) {
+  return NewObject(std::move(tensor), tensor_info);
+}
 
 const Tensor& ToTensor(py::handle object, absl::string_view what) {
-  if (!py::isinstance<Tensor>(object)) {
+  const Tensor* tensor = ExactValue<Tensor>(object, tensor_type);
+  if (tensor == nullptr) {
     RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata.Tensor, not ",
                                               TypeName(object)));
   }
-  return object.cast<const Tensor&>();
+  return *tensor;
 }
 
 Tensor ToTensorOrImport(py::handle object, absl::string_view what) {
-  if (py::isinstance<Tensor>(object)) return object.cast<const Tensor&>();
+  if (const Tensor* tensor = ExactValue<Tensor>(object, tensor_type)) {
+    return *tensor;
+  }
   if (py::hasattr(object, "__dlpack__")) return ImportDLPack(object);
   RaisePython(PyExc_TypeError,
               absl::StrCat(what, " must be a strata.Tensor or support DLPack, not ",
@@ -317,21 +334,25 @@ void BindTensor(py::module_& module) {
              }
              const int64_t start = ToInt64(offset, "Tensor: offset");
              const Layout& placement = ToLayout(layout, "Tensor: layout");
-             return Call(Tensor::Create(std::move(held), start, placement));
+             return Value(Tensor::Create(std::move(held), start, placement));
            }),
            py::arg("carrier"), py::arg("offset"), py::arg("layout"))
       // The spec's queries: properties and methods as it writes them.
       .def_property_readonly(
-          "carrier", [](const Tensor& t) { return CarrierObject(t.carrier()); })
+          "carrier", [](py::handle self) {
+             const Tensor& t = Self(self); return CarrierObject(t.carrier()); })
       .def_property_readonly("offset", &Tensor::offset)
       .def_property_readonly("layout", &Tensor::layout)
-      .def("dtype", [](const Tensor& t) { return DTypeObject(&t.dtype()); })
+      .def("dtype", [](py::handle self) {
+             const Tensor& t = Self(self); return DTypeObject(&t.dtype()); })
       .def("size", &Tensor::size,
            "The number of logical coordinates of subtensor 0's placement.")
       .def("carrier_type",
-           [](const Tensor& t) { return CarrierClassObject(t.carrier()); })
+           [](py::handle self) {
+             const Tensor& t = Self(self); return CarrierClassObject(t.carrier()); })
       .def_property_readonly("shape",
-                             [](const Tensor& t) {
+                             [](py::handle self) {
+             const Tensor& t = Self(self);
                                const std::vector<int64_t> shape = t.shape();
                                py::tuple result(shape.size());
                                for (size_t i = 0; i < shape.size(); ++i) {
@@ -346,14 +367,16 @@ void BindTensor(py::module_& module) {
           "Every level as (storage dtype, carrier, offset, placement).")
       .def_property_readonly(
           "adjacent_layouts",
-          [](const Tensor& t) {
+          [](py::handle self) {
+             const Tensor& t = Self(self);
             const auto adjacent =
                 TensorAccess::representation(t).adjacent_layouts();
             return py::tuple(py::cast(
                 std::vector<Layout>(adjacent.begin(), adjacent.end())));
           })
       .def("mutation_snapshot",
-           [](const Tensor& t) {
+           [](py::handle self) {
+             const Tensor& t = Self(self);
              const Representation& rep = TensorAccess::representation(t);
              py::list result;
              for (const CarrierVersion& entry : t.Snapshot()) {
@@ -370,7 +393,8 @@ void BindTensor(py::module_& module) {
            "[(carrier, version), ...]: each distinct carrier once, in order "
            "of first use.")
       .def("data_ptr",
-           [](const Tensor& t) -> uintptr_t {
+           [](py::handle self) -> uintptr_t {
+             const Tensor& t = Self(self);
              const void* data = t.carrier()->data();
              const SimpleDType* d = t.carrier()->dtype().AsSimple();
              if (data == nullptr || d == nullptr) return 0;
@@ -381,7 +405,8 @@ void BindTensor(py::module_& module) {
            "host data).")
       // The eight views.
       .def("permute",
-           [](const Tensor& t, py::args dims) {
+           [](py::handle self, py::args dims) {
+             const Tensor& t = Self(self);
              std::vector<int64_t> perm = VarIntegers(dims, "permute: dims");
              const int64_t rank = Rank(t);
              for (int64_t& d : perm) d = NormalizeDim(d, rank);
@@ -389,8 +414,9 @@ void BindTensor(py::module_& module) {
            })
       .def(
           "slice",
-          [](const Tensor& t, py::handle dim, py::handle start,
+          [](py::handle self, py::handle dim, py::handle start,
              py::handle stop, py::handle step) {
+             const Tensor& t = Self(self);
             return Call(Slice(
                 t, NormalizeDim(ToInt64(dim, "slice: dim"), Rank(t)),
                 ToInt64(start, "slice: start"), ToInt64(stop, "slice: stop"),
@@ -399,25 +425,29 @@ void BindTensor(py::module_& module) {
           py::arg("dim"), py::arg("start"), py::arg("stop"),
           py::arg("step") = 1)
       .def("reshape",
-           [](const Tensor& t, py::args shape) {
+           [](py::handle self, py::args shape) {
+             const Tensor& t = Self(self);
              return Call(Reshape(
                  t, ReshapeTarget(t, VarIntegers(shape, "reshape: shape"))));
            })
       .def(
           "as_strided",
-          [](const Tensor& t, py::handle layout, py::handle offset) {
+          [](py::handle self, py::handle layout, py::handle offset) {
+             const Tensor& t = Self(self);
             return Call(AsStrided(t, ToLayout(layout, "as_strided: layout"),
                                   ToInt64(offset, "as_strided: offset")));
           },
           py::arg("layout"), py::arg("offset"))
       .def("broadcast_to",
-           [](const Tensor& t, py::args shape) {
+           [](py::handle self, py::args shape) {
+             const Tensor& t = Self(self);
              return Call(
                  BroadcastTo(t, VarIntegers(shape, "broadcast_to: shape")));
            })
       .def(
           "broadcast_in_dim",
-          [](const Tensor& t, py::handle shape, py::handle dims) {
+          [](py::handle self, py::handle shape, py::handle dims) {
+             const Tensor& t = Self(self);
             return Call(BroadcastInDim(
                 t, ToInt64Vector(shape, "broadcast_in_dim: shape"),
                 ToInt64Vector(dims, "broadcast_in_dim: dims")));
@@ -425,7 +455,8 @@ void BindTensor(py::module_& module) {
           py::arg("shape"), py::arg("dims"))
       .def(
           "squeeze",
-          [](const Tensor& t, py::handle dim) {
+          [](py::handle self, py::handle dim) {
+             const Tensor& t = Self(self);
             if (dim.is_none()) return Call(Squeeze(t));
             return Call(Squeeze(
                 t, NormalizeDim(ToInt64(dim, "squeeze: dim"), Rank(t))));
@@ -433,7 +464,8 @@ void BindTensor(py::module_& module) {
           py::arg("dim") = py::none())
       .def(
           "unsqueeze",
-          [](const Tensor& t, py::handle dim) {
+          [](py::handle self, py::handle dim) {
+             const Tensor& t = Self(self);
             return Call(Unsqueeze(
                 t, NormalizeDim(ToInt64(dim, "unsqueeze: dim"), Rank(t), 1)));
           },
@@ -442,7 +474,8 @@ void BindTensor(py::module_& module) {
       .def("__getitem__", &GetItemPy)
       .def("__setitem__", &SetItemPy)
       .def("__len__",
-           [](const Tensor& t) {
+           [](py::handle self) {
+             const Tensor& t = Self(self);
              const std::vector<int64_t> shape = t.shape();
              if (shape.empty()) {
                RaisePython(PyExc_TypeError, "len() of a rank-0 Tensor");
@@ -451,45 +484,55 @@ void BindTensor(py::module_& module) {
            })
       // Arithmetic.
       .def("__add__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kAdd, t, o, false, "Add");
            })
       .def("__radd__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kAdd, t, o, true, "Add");
            })
       .def("__sub__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kSub, t, o, false, "Sub");
            })
       .def("__rsub__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kSub, t, o, true, "Sub");
            })
       .def("__mul__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kMul, t, o, false, "Mul");
            })
       .def("__rmul__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kMul, t, o, true, "Mul");
            })
       .def("__truediv__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kDiv, t, o, false, "Div");
            })
       .def("__rtruediv__",
-           [](const Tensor& t, py::handle o) {
+           [](py::handle self, py::handle o) {
+             const Tensor& t = Self(self);
              return Binary(BinaryOp::kDiv, t, o, true, "Div");
            })
       .def("__neg__",
-           [](const Tensor& t) {
+           [](py::handle self) {
+             const Tensor& t = Self(self);
              return Call(WithoutGil([&] { return Neg(t); }));
            })
       // Ops.
       .def(
           "sum",
-          [](const Tensor& t, py::handle dim) {
+          [](py::handle self, py::handle dim) {
+             const Tensor& t = Self(self);
             if (dim.is_none()) return Call(WithoutGil([&] { return Sum(t); }));
             std::vector<int64_t> dims =
                 IsInteger(dim)
@@ -503,16 +546,19 @@ void BindTensor(py::module_& module) {
           "The sum of all values (rank 0), or along dim (an int or a "
           "sequence).")
       .def("contiguous",
-           [](const Tensor& t) {
+           [](py::handle self) {
+             const Tensor& t = Self(self);
              return Call(WithoutGil([&] { return Contiguous(t); }));
            })
       .def("clone",
-           [](const Tensor& t) {
+           [](py::handle self) {
+             const Tensor& t = Self(self);
              return Call(WithoutGil([&] { return Clone(t); }));
            })
       .def(
           "cast",
-          [](const Tensor& t, py::handle dtype) {
+          [](py::handle self, py::handle dtype) {
+             const Tensor& t = Self(self);
             const DType& target = ToDType(dtype, "cast: dtype", true);
             if (target.AsSimple() == nullptr) {
               RaisePython(PyExc_TypeError,
@@ -527,14 +573,16 @@ void BindTensor(py::module_& module) {
           py::arg("dtype"))
       .def(
           "fill",
-          [](const Tensor& t, py::handle value) {
+          [](py::handle self, py::handle value) {
+             const Tensor& t = Self(self);
             const Scalar scalar = ToScalar(value, "fill: value");
             ThrowIfError(WithoutGil([&] { return Fill(t, scalar); }));
           },
           py::arg("value"))
       .def(
           "copy_from",
-          [](const Tensor& t, py::handle other) {
+          [](py::handle self, py::handle other) {
+             const Tensor& t = Self(self);
             const Tensor source = ToTensorOrImport(other, "copy_from: other");
             ThrowIfError(WithoutGil([&] { return CopyFrom(t, source); }));
           },
@@ -545,7 +593,8 @@ void BindTensor(py::module_& module) {
       // DLPack.
       .def(
           "__dlpack__",
-          [](const Tensor& t, py::handle stream, py::handle max_version) {
+          [](py::handle self, py::handle stream, py::handle max_version) {
+             const Tensor& t = Self(self);
             return ExportDLPack(t, stream, max_version);
           },
           py::arg("stream") = py::none(),
@@ -553,6 +602,9 @@ void BindTensor(py::module_& module) {
       .def("__dlpack_device__",
            [](const Tensor&) { return py::make_tuple(1, 0); })
       .def("__repr__", &Repr);
+
+  tensor_info = py::detail::get_type_info(typeid(Tensor));
+  tensor_type = tensor_info->type;
 
   module.def(
       "zeros",

@@ -5,25 +5,43 @@
 # core:tensor_benchmark and views:views_benchmark run twice, the second time as a
 # multi-threaded process (target names ending in _threaded).
 # Usage: tools/bench.sh [--peer] [--repetitions N] DIR
-#   --peer  also builds //tools/peer:torch_peer_benchmark against Debian's libtorch-dev
-#           (installed if missing) and reports Strata/libtorch ratios.
+#        tools/bench.sh --python DIR
+#   --peer    also builds //tools/peer:torch_peer_benchmark against Debian's libtorch-dev
+#             (installed if missing) and reports Strata/libtorch ratios.
+#   --python  only the Python package against PyTorch from Python, one run
+#             (tools/peer/python_benchmark.py; the package built with --config=opt):
+#             writes DIR/python.json and DIR/python.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 peer=0
+python=0
 repetitions=5
 while [ $# -gt 1 ]; do
   case "$1" in
     --peer) peer=1; shift ;;
+    --python) python=1; shift ;;
     --repetitions) repetitions="$2"; shift 2 ;;
     *) break ;;
   esac
 done
-[ $# -eq 1 ] || { echo "usage: tools/bench.sh [--peer] [--repetitions N] DIR" >&2; exit 2; }
+[ $# -eq 1 ] || {
+  echo "usage: tools/bench.sh [--peer] [--repetitions N] DIR | tools/bench.sh --python DIR" >&2
+  exit 2
+}
 out="$1"
 mkdir -p "$out/raw"
 
 source tools/install.sh
+if [ "$python" = 1 ]; then
+  tools/run.sh build-only >/dev/null 2>&1 || true
+  install_packages python3 python3-dev pybind11-dev python3-numpy python3-torch
+  bazel build --config=opt //python:shell
+  PYTHONPATH="$PWD/bazel-bin/python/shell.runfiles/strata/python" \
+    /usr/bin/python3 tools/peer/python_benchmark.py "$out"
+  echo "wrote $out/python.json and $out/python.md"
+  exit 0
+fi
 need=(python3)
 [ "$peer" = 1 ] && need+=(libtorch-dev)
 install_packages "${need[@]}"
