@@ -53,8 +53,8 @@ case "$command" in
     cd "$caller_dir"
     exec /usr/bin/python3 "$@"
     ;;
-  build-only)  # Installs the build dependencies only (used by tools/bench.sh).
-    install_missing
+  build-only)  # Installs the build dependencies of //... only (tools/bench.sh, fence).
+    install_packages "${packages[@]}" "${python_packages[@]}"
     ;;
   *)
     echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options] |" \

@@ -97,5 +97,12 @@ def test_ops_from_several_threads():
     assert errors == []
 
 
+def test_the_readme_example_runs():
+    namespace = {}
+    exec(compile(support.readme_python_block(), "README.md", "exec"), namespace)
+    assert namespace["granule"] == 128 and namespace["pad"] == 384
+    assert [p.shape for p in namespace["parts"]] == [(128, 512), (128, 512), (44, 512)]
+
+
 if __name__ == "__main__":
     support.run(__file__)

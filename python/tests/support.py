@@ -57,3 +57,12 @@ def pair_levels(values=None, codes=None, values_offset=0):
 def state(carrier):
     """What a failure must leave unchanged of a carrier."""
     return (carrier.version(), carrier.released(), carrier.size())
+
+
+def readme_python_block():
+    """The first ```python block after README.md's "## Python" heading."""
+    with open("README.md") as f:
+        text = f.read()
+    section = text[text.index("\n## Python\n"):]
+    start = section.index("```python\n") + len("```python\n")
+    return section[start:section.index("```", start)]

@@ -12,8 +12,8 @@ uses Strata (README.md, "Using Strata from another repository"):
 
     strata_dependencies()
 
-Everything is offline. The stand-ins for rules_cc, rules_shell, rules_java and
-remote_coverage_tools are directories of Strata's tree (tools/bazel/<name>); they are
+Everything is offline. The stand-ins for rules_cc, rules_shell, rules_java, rules_python
+and remote_coverage_tools are directories of Strata's tree (tools/bazel/<name>); they are
 found through a label of this package rather than a path, so they resolve to Strata's
 tree whichever workspace is the main one and however @strata was fetched. Strata's
 .bazelignore keeps those directories (and the consumer workspace tests/consumer) out of
@@ -102,11 +102,13 @@ _system_python_repository = repository_rule(
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 # Bazel 4 resolves rules_cc, rules_java and remote_coverage_tools even for C++-only
-# builds; the BUILD files load the sh_* rules from rules_shell (Bazel 8's layout).
+# builds; the BUILD files load the sh_* rules from rules_shell (Bazel 8's layout) and the
+# py_* rules from rules_python.
 STAND_INS = [
     "remote_coverage_tools",
     "rules_cc",
     "rules_java",
+    "rules_python",
     "rules_shell",
 ]
 
