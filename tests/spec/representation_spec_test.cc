@@ -17,6 +17,7 @@
 namespace strata {
 namespace {
 
+using testing::ForeignClassCarrier;
 using testing::LoggingRule;
 using testing::RecordingCarrier;
 using testing::RecordingCarrierSubclass;
@@ -295,6 +296,36 @@ TEST(UniversalValidation, RejectMixedCarrierClasses) {
   EXPECT_TRUE(IsTypeError(mixed.status()));
   EXPECT_TRUE(dtype.log->empty());
   EXPECT_EQ(base->releases() + sub->releases(), 0);
+}
+
+// Classes defined in another language share one C++ type: the foreign class
+// tells them apart (python/carrier_binding.cc), and names them.
+TEST(UniversalValidation, RejectMixedForeignCarrierClasses) {
+  const TwoLevel dtype;
+  static const char kBase[] = "mymodule.Carrier";
+  static const char kSub[] = "mymodule.SubCarrier";
+  const Layout l0 = L("(4,(32,2)):(64,(1,32))");
+  const Layout l1 = L("(4,2):(2,1)");
+  const Layout s0 = L("(4,(32,2)):(1,(0,4))");
+  auto values = ForeignClassCarrier::Make(*dtypes::Float8E4M3FN(), 256, kBase);
+  auto same = ForeignClassCarrier::Make(*dtypes::Float8E8M0FNU(), 8, kBase);
+  auto other = ForeignClassCarrier::Make(*dtypes::Float8E8M0FNU(), 8, kSub);
+  EXPECT_TRUE(Representation::Create(dtype.dtype,
+                                     {{dtypes::Float8E4M3FN(), values, 0, l0},
+                                      {dtypes::Float8E8M0FNU(), same, 0, l1}},
+                                     {s0})
+                  .ok());
+  auto rep = Representation::Create(dtype.dtype,
+                                    {{dtypes::Float8E4M3FN(), values, 0, l0},
+                                     {dtypes::Float8E8M0FNU(), other, 0, l1}},
+                                    {s0});
+  EXPECT_TRUE(IsTypeError(rep.status()));
+  EXPECT_EQ(rep.status().message(),
+            "subtensors 0 and 1 use different carrier classes: "
+            "mymodule.Carrier and mymodule.SubCarrier; one representation "
+            "uses one exact carrier class");
+  EXPECT_EQ(dtype.log->size(), 2u)
+      << "the valid one ran its two rules, the refused one none";
 }
 
 TEST(UniversalValidation, RejectAnInvalidSubtensorField) {

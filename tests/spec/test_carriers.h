@@ -46,6 +46,27 @@ class RecordingCarrierSubclass final : public RecordingCarrier {
   using RecordingCarrier::RecordingCarrier;
 };
 
+// A carrier whose class is defined outside C++ (as a Python subclass of
+// strata.Carrier is): one C++ type for every foreign class, told apart by
+// foreign_class().
+class ForeignClassCarrier final : public Carrier {
+ public:
+  static std::shared_ptr<ForeignClassCarrier> Make(const DType& dtype,
+                                                   int64_t size,
+                                                   const char* foreign_name) {
+    return std::shared_ptr<ForeignClassCarrier>(
+        new ForeignClassCarrier(dtype, size, foreign_name));
+  }
+  absl::string_view class_name() const override { return foreign_name_; }
+  const void* foreign_class() const override { return foreign_name_; }
+
+ private:
+  ForeignClassCarrier(const DType& dtype, int64_t size,
+                      const char* foreign_name)
+      : Carrier(&dtype, size, 0), foreign_name_(foreign_name) {}
+  const char* foreign_name_;
+};
+
 // Appends its name to a shared log each time it runs; fails when told to.
 class LoggingRule final : public RepresentationRule {
  public:
