@@ -64,6 +64,24 @@ BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8, *dtypes::Int8(), 2 * kN,
                   2 * kN)
     ->Unit(benchmark::kMillisecond);
 
+// Thin transposes of the same 64 MiB: a few long rows into many short ones
+// (an activation's [features, tokens] into [tokens, features]), and back.
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8_thin, *dtypes::Int8(), 16,
+                  kBytes / 16)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8_tall, *dtypes::Int8(),
+                  kBytes / 16, 16)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_thin, *dtypes::BFloat16(),
+                  16, kBytes / 32)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_tall,
+                  *dtypes::BFloat16(), kBytes / 32, 16)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, float32_thin, *dtypes::Float32(),
+                  16, kBytes / 64)
+    ->Unit(benchmark::kMillisecond);
+
 void BM_CopyFromTransposedIntoExisting(benchmark::State& state) {
   const Tensor t = *Permute(Matrix(1), {1, 0});
   const Tensor out = *Zeros(*dtypes::Float32(), {kN, kN});

@@ -65,6 +65,24 @@ void ExpectBothKernels(int width, int64_t rows, int64_t cols,
                    offset);
 }
 
+TEST(TransposeTest, ThinAndTallByteMatrices) {
+  // NOTE [ Thin byte transposes ]: destination rows of 16 to 63 bytes (64
+  // rows at a time, the columns past a multiple of 16 beside them) and
+  // source lines of 16 to 63 bytes (16 rows at a time, the rows past a
+  // multiple of 16 below them); streamed (8 MiB and more, aligned) or not,
+  // with partial 512-blocks and strips.
+  ExpectBothKernels(1, 1 << 19, 16, 16, 0);
+  ExpectBothKernels(1, 16, 1 << 19, 1 << 19, 0);
+  ExpectBothKernels(1, 4099, 16, 16, 0);
+  ExpectBothKernels(1, 1000, 40, 40, 3);
+  ExpectBothKernels(1, 1030, 63, 64, 0);
+  ExpectBothKernels(1, 16, 5000, 5000, 0);
+  ExpectBothKernels(1, 40, 3000, 3001, 1);
+  ExpectBothKernels(1, 63, 1100, 1100, 0);
+  ExpectBothKernels(1, 15, 1000, 1000, 0);
+  ExpectBothKernels(1, 1000, 15, 15, 0);
+}
+
 TEST(TransposeTest, LargeMatricesOfEveryWidthStreamedOrNot) {
   // NOTE [ Transposes in AVX-512 registers ]: 8 MiB or more (streamed where
   // the destination rows are aligned to 64 bytes), partial 512-blocks and
