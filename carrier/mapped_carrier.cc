@@ -29,7 +29,9 @@ MappedRegion::~MappedRegion() {
 
 absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::Map(
     const std::string& path, int64_t offset, int64_t length) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO opens at once (and MapFd refuses it as not a regular
+  // file) rather than waiting for a writer; regular files ignore the flag.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return ValueErrorCat("MappedRegion: cannot open \"", path,
                          "\": ", std::strerror(errno));
@@ -68,7 +70,13 @@ absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::MapFd(
   const int64_t page = sysconf(_SC_PAGESIZE);
   const int64_t start = offset / page * page;
   const size_t bytes = static_cast<size_t>(end - start);
-  void* mapping = mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE, fd, start);
+  // NOTE [ Private writable mappings ]: Strata never writes through these
+  // pages (the carriers are read-only); a DLPack consumer that cannot be told
+  // so (PyTorch has no read-only tensors) may, and its writes land in this
+  // process's copy-on-write pages, never in the file, rather than faulting.
+  // MAP_NORESERVE: no swap is reserved for pages that are only ever read.
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_NORESERVE, fd, start);
   if (mapping == MAP_FAILED) {
     return ResourceExhaustedErrorCat("MappedRegion: cannot map ", bytes,
                                      " bytes of \"", path,

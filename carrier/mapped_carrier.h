@@ -1,5 +1,5 @@
-// MappedCarrier: a read-only region of a file (mmap PROT_READ), typed like any
-// carrier. Checkpoints (checkpoint/safetensors.h) import over it without
+// MappedCarrier: a read-only region of a file (a private mapping), typed like
+// any carrier. Checkpoints (checkpoint/safetensors.h) import over it without
 // copying; a text dump of it names the file (proto/codec.h).
 //
 // NOTE [ Mapped regions ]
@@ -14,6 +14,16 @@
 // while it is imported). The region's offset need not be page-aligned (the
 // mapping starts at the page below it), and a zero-length region maps nothing
 // yet has a non-null data pointer.
+//
+// NOTE [ Private writable mappings ]
+// The region is mapped MAP_PRIVATE with PROT_READ | PROT_WRITE (and
+// MAP_NORESERVE). Strata never writes to it: its carriers are read-only and
+// every write through them is refused. But a DLPack export cannot say
+// read-only (DLPack 0.6), and PyTorch has no read-only tensors, so a
+// consumer may write anyway: its writes go to copy-on-write pages of this
+// process -- never to the file, never a fault -- and Tensors over the same
+// carrier then read them (the carrier's version does not change: Strata did
+// not write). Pages that are only read stay shared with the page cache.
 #ifndef STRATA_CARRIER_MAPPED_CARRIER_H_
 #define STRATA_CARRIER_MAPPED_CARRIER_H_
 
@@ -78,8 +88,8 @@ class MappedRegion {
 // region. data() is the mapped bytes; mutable_data() is nullptr, the version
 // never changes, and every write through it is refused before any effect. A
 // DLPack export (ops/dlpack.h) hands out the mapped address like any other:
-// the consumer must not write through it (the pages are PROT_READ, so a
-// write faults). Values at a file offset that is not a multiple of their
+// the consumer must not write through it (a write that does changes this
+// process's copy only: NOTE [ Private writable mappings ]). Values at a file offset that is not a multiple of their
 // width are not aligned to it.
 class MappedCarrier final : public Carrier {
  public:

@@ -59,10 +59,45 @@ using Json = nlohmann::ordered_json;
 
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
 
+// Appends `value` as JSON text until `out` holds more than kMessageText
+// characters or the nesting passes kMessageDepth ("..." for the rest): dump()
+// recurses once per level, and a header may nest arrays 10^5 deep.
+constexpr size_t kMessageText = 80;
+constexpr int kMessageDepth = 16;
+void AppendBounded(const Json& value, int depth, std::string* out) {
+  if (out->size() > kMessageText) return;
+  if (!value.is_structured()) {
+    absl::StrAppend(out, value.dump(-1, ' ', false,
+                                    Json::error_handler_t::replace));
+    return;
+  }
+  if (depth >= kMessageDepth) {
+    absl::StrAppend(out, value.is_array() ? "[...]" : "{...}");
+    return;
+  }
+  out->push_back(value.is_array() ? '[' : '{');
+  bool first = true;
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (out->size() > kMessageText) break;
+    if (!first) out->push_back(',');
+    first = false;
+    if (value.is_object()) {
+      absl::StrAppend(out, Json(it.key()).dump(-1, ' ', false,
+                                               Json::error_handler_t::replace),
+                      ":");
+    }
+    AppendBounded(*it, depth + 1, out);
+  }
+  out->push_back(value.is_array() ? ']' : '}');
+}
+
 // A JSON value as text for a message (at most ~80 characters).
 std::string JsonText(const Json& value) {
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > 80) text = absl::StrCat(text.substr(0, 80), "...");
+  std::string text;
+  AppendBounded(value, 0, &text);
+  if (text.size() > kMessageText) {
+    text = absl::StrCat(text.substr(0, kMessageText), "...");
+  }
   return text;
 }
 

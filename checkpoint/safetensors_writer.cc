@@ -7,8 +7,10 @@
 #include <array>
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,23 +179,47 @@ absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
 }
 
 // The row-major bytes of a one-level Tensor.
-std::string OneLevelBytes(const WritePlan& p) {
+bool WriteAll(int fd, absl::string_view bytes);
+
+std::string TemporaryPath(const std::string& path) {
+  return absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()));
+}
+
+// The values of a one-level Tensor, row-major, written to `fd` a chunk of at
+// most kChunkValues at a time: a view (a broadcast) may reach far more values
+// than its carrier holds, and the file's bytes never all sit in memory.
+// Returns false when a write fails.
+constexpr int64_t kChunkValues = int64_t{1} << 22;  // A multiple of 8.
+bool WriteOneLevel(int fd, const WritePlan& p) {
   const Tensor& t = *p.tensor;
-  std::string out(p.bytes, '\0');
   const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
   const int bits = p.dtype->bits();
   const auto modes = TopLevelModes(t.layout());
   const int64_t offset = t.offset();
-  uint8_t* dst = reinterpret_cast<uint8_t*>(out.data());
+  const int64_t chunk_bytes = std::min(p.bytes, kChunkValues * bits / 8);
+  std::string chunk(static_cast<size_t>(chunk_bytes), '\0');
+  uint8_t* dst = reinterpret_cast<uint8_t*>(chunk.data());
+  int64_t chunk_start = 0;  // The row-major index of the chunk's first value.
+  bool ok = true;
   ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
+    if (!ok) return;
+    if (r - chunk_start == kChunkValues) {
+      ok = WriteAll(fd, chunk);
+      std::fill(chunk.begin(), chunk.end(), '\0');
+      chunk_start = r;
+    }
+    const int64_t at = r - chunk_start;
     const int64_t from = offset + index;
     if (bits % 8 == 0) {
-      std::memcpy(dst + r * (bits / 8), src + from * (bits / 8), bits / 8);
+      std::memcpy(dst + at * (bits / 8), src + from * (bits / 8), bits / 8);
     } else {
-      WritePacked(dst, bits, r, ReadPacked(src, bits, from));
+      WritePacked(dst, bits, at, ReadPacked(src, bits, from));
     }
   });
-  return out;
+  // The last chunk: the bytes of the values it holds (p.bytes in all).
+  const int64_t rest = p.bytes - chunk_start * bits / 8;
+  return ok && WriteAll(fd, absl::string_view(chunk.data(),
+                                              static_cast<size_t>(rest)));
 }
 
 // The .blocks and .scales bytes of an mxfp4 Tensor; ValueError when a block of
@@ -249,9 +275,34 @@ Json ShapeJson(absl::Span<const int64_t> shape) {
   return out;
 }
 
-}  // namespace
 
-absl::Status WriteSafetensors(
+// The file WriteSafetensors writes for `path`: the path itself, or where a
+// symbolic link at it leads (the link stays, its target gets the file). A path
+// that names something other than a regular file (a directory, a device, a
+// FIFO) is refused rather than replaced.
+absl::StatusOr<std::string> WriteTarget(const std::string& path) {
+  std::string target = path;
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    char* resolved = realpath(path.c_str(), nullptr);
+    if (resolved == nullptr) {
+      return ValueErrorCat("WriteSafetensors: ", Quoted(path),
+                           " is a symbolic link that leads to no file: ",
+                           std::strerror(errno));
+    }
+    target = resolved;
+    std::free(resolved);
+  }
+  if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    return ValueErrorCat("WriteSafetensors: ", Quoted(path),
+                         " is not a regular file",
+                         S_ISDIR(st.st_mode) ? " (a directory)" : "",
+                         "; it is not replaced");
+  }
+  return target;
+}
+
+absl::Status WriteSafetensorsTo(
     const std::string& path,
     absl::Span<const std::pair<std::string, Tensor>> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata) {
@@ -331,8 +382,7 @@ absl::Status WriteSafetensors(
   const std::string prefix = SafetensorsLengthPrefix(header.size());
 
   // Written to a temporary file beside `path`, renamed over it at the end.
-  const std::string temporary =
-      absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()));
+  const std::string temporary = TemporaryPath(path);
   const int fd =
       open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
@@ -358,7 +408,7 @@ absl::Status WriteSafetensors(
       continue;
     }
     if (!p.pair) {
-      if (!WriteAll(fd, OneLevelBytes(p))) return fail(write_error());
+      if (!WriteOneLevel(fd, p)) return fail(write_error());
       continue;
     }
     std::string blocks, scales;
@@ -380,6 +430,27 @@ absl::Status WriteSafetensors(
     return status;
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status WriteSafetensors(
+    const std::string& path,
+    absl::Span<const std::pair<std::string, Tensor>> tensors,
+    absl::Span<const std::pair<std::string, std::string>> metadata) {
+  STRATA_ASSIGN_OR_RETURN(const std::string target, WriteTarget(path));
+  // A convention's members and an mxfp4 pair are built in memory before they
+  // are written; a view may ask for more than there is. The standard library
+  // says so by throwing, which stops here as the error it is (and the
+  // temporary file goes).
+  try {
+    return WriteSafetensorsTo(target, tensors, metadata);
+  } catch (const std::bad_alloc&) {
+    unlink(TemporaryPath(target).c_str());
+    return ResourceExhaustedErrorCat(
+        "WriteSafetensors: ", Quoted(path),
+        ": the tensors' bytes cannot be held in memory to be written");
+  }
 }
 
 std::string SafetensorsLengthPrefix(uint64_t header_bytes) {

@@ -19,10 +19,11 @@ namespace strata {
 // dtypes (float8_*, float4_*), or a carrier without host data (e.g. "recorded",
 // or released).
 //
-// A Tensor over a read-only carrier (a "mapped" one: a file mapped PROT_READ,
+// A Tensor over a read-only carrier (a "mapped" one: a region of a file,
 // carrier/mapped_carrier.h) exports as usual, DLPack 0.6 having no read-only
-// flag: the consumer must not write through `data` (the write would fault),
-// and a FromDLPack of that export (Strata's own) gives a read-only external
+// flag: the consumer must not write through `data` (a write that does lands
+// in the process's private copy of the page, never in the file: NOTE
+// [ Private writable mappings ]), and a FromDLPack of that export (Strata's own) gives a read-only external
 // carrier whose writes are refused as the mapped carrier's are.
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
 

@@ -30,7 +30,9 @@
 #define STRATA_PYTHON_BINDING_H_
 
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -38,6 +40,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "carrier/carrier.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
@@ -74,6 +77,61 @@ py::object NewObject(T&& value, const py::detail::type_info* info) {
                 *const_cast<Value*>(static_cast<const Value*>(source))));
           }));
 }
+
+// ---- The GIL (tensor_binding.cc) -------------------------------------------
+// Whether Python objects may be touched from C++ now: the interpreter is up
+// and not finalizing (a daemon thread still running at exit may not take the
+// GIL: it would be made to exit inside a destructor).
+bool PythonAlive();
+
+// NOTE [ Releases while a kernel runs ]
+// A kernel runs without the GIL, so another Python thread may call
+// Carrier.release() meanwhile; a kernel reads a carrier's data() more than
+// once, and a released carrier answers nullptr at once. So every carrier of
+// the Tensors a kernel runs on is marked in use (under the GIL) for its
+// duration, and release() of a carrier in use is deferred to the end of the
+// last kernel using it: the carrier reads as released from then on.
+class CarriersInUse {
+ public:
+  explicit CarriersInUse(absl::Span<const Tensor* const> tensors);
+  ~CarriersInUse();
+  CarriersInUse(const CarriersInUse&) = delete;
+  CarriersInUse& operator=(const CarriersInUse&) = delete;
+
+ private:
+  std::vector<std::shared_ptr<Carrier>> carriers_;
+};
+// Whether `carrier` is in use by a kernel, in which case its release is
+// recorded to happen when the last one ends (and true is returned).
+bool DeferRelease(Carrier* carrier);
+
+// Runs `op`, a kernel over the data of `tensors` that touches no Python
+// object, without the GIL (python.md, "Interop"), their carriers in use. The
+// GIL is taken back by a plain call, not a destructor: a daemon thread that
+// finds the interpreter finalizing is made to exit there, and unwinding
+// through a noexcept destructor would terminate the process.
+template <typename F>
+auto WithoutGil(absl::Span<const Tensor* const> tensors, F op)
+    -> decltype(op()) {
+  using Result = decltype(op());
+  CarriersInUse in_use(tensors);
+  std::optional<Result> result;
+  std::exception_ptr error;
+  PyThreadState* state = PyEval_SaveThread();
+  try {
+    result.emplace(op());
+  } catch (...) {  // std::bad_alloc: Strata itself never throws.
+    error = std::current_exception();
+  }
+  PyEval_RestoreThread(state);
+  if (error) std::rethrow_exception(error);
+  return *std::move(result);
+}
+
+// A __reduce__ that refuses to pickle (TypeError naming `what`, and what to
+// use instead): pybind11's default path for pickle protocols 0 and 1 aborts
+// the process on its classes.
+void RefusePickling(py::handle cls, const char* what, const char* instead);
 
 // ---- Errors (errors.cc) ----------------------------------------------------
 // Kind -> exception: TypeError -> TypeError, ValueError -> ValueError,
@@ -120,6 +178,10 @@ std::vector<int64_t> ToInt64Vector(py::handle object, absl::string_view what);
 // NumPy; `extra` is 1 where one past the last dim is a position (unsqueeze).
 // Out of range: passed on unchanged, so that the C++ view names it.
 int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra = 0);
+// bool(object), raising what its __bool__ raises.
+bool Truth(py::handle object);
+// A Python number: a bool, an int or a float, or a numpy scalar of one.
+bool IsNumber(py::handle object);
 // bool, int (numpy integers too) or float (numpy floats too).
 Scalar ToScalar(py::handle object, absl::string_view what);
 py::object FromScalar(const Scalar& scalar);

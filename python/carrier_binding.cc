@@ -102,7 +102,7 @@ class PythonCarrier final : public Carrier {
     if (std::shared_ptr<Carrier> held = held_.lock()) return held;
     PyObject* object = py::reinterpret_borrow<py::object>(self).release().ptr();
     std::shared_ptr<void> keeper(object, [](void* p) {
-      if (!Py_IsInitialized()) return;
+      if (!PythonAlive()) return;  // At exit: nothing to drop.
       py::gil_scoped_acquire gil;
       Py_DECREF(static_cast<PyObject*>(p));
     });
@@ -128,7 +128,7 @@ class PythonCarrier final : public Carrier {
     data_ = nullptr;
     if (owned_) owned_->Release();
     if (view_) {
-      if (Py_IsInitialized()) {
+        if (PythonAlive()) {
         py::gil_scoped_acquire gil;
         PyBuffer_Release(view_.get());
       }
@@ -159,6 +159,26 @@ PyTypeObject* mapped_type = nullptr;
 template <typename T>
 std::shared_ptr<Carrier> HolderAs(const py::detail::value_and_holder& v) {
   return v.holder<std::shared_ptr<T>>();
+}
+
+std::shared_ptr<Carrier> CarrierSelf(py::handle self) {
+  std::shared_ptr<Carrier> carrier = CarrierArg(self);
+  if (carrier == nullptr) {
+    RaisePython(PyExc_TypeError,
+                "self must be an initialized strata.Carrier, not " +
+                    TypeName(self));
+  }
+  return carrier;
+}
+
+const MappedCarrier& MappedSelf(py::handle self) {
+  const std::shared_ptr<Carrier> carrier = CarrierSelf(self);
+  const auto* mapped = dynamic_cast<const MappedCarrier*>(carrier.get());
+  if (mapped == nullptr) {
+    RaisePython(PyExc_TypeError,
+                "self must be a strata.MappedCarrier, not " + TypeName(self));
+  }
+  return *mapped;  // The object holds it.
 }
 
 }  // namespace
@@ -212,24 +232,46 @@ void BindCarriers(py::module_& module) {
                  ToInt64(size, "Carrier: size"), buffer));
            }),
            py::arg("dtype"), py::arg("size"), py::arg("buffer") = py::none())
+      .def_property_readonly("dtype",
+                             [](py::handle self) {
+                               return DTypeObject(&CarrierSelf(self)->dtype());
+                             })
+      .def(
+          "size", [](py::handle self) { return CarrierSelf(self)->size(); },
+          "The number of stored values.")
+      .def(
+          "version",
+          [](py::handle self) { return CarrierSelf(self)->version(); },
+          "The mutation version.")
+      .def(
+          "bump_version",
+          [](py::handle self) { return CarrierSelf(self)->BumpVersion(); },
+          "Records one mutation made outside Strata; returns the new "
+          "version (unchanged for a read-only carrier).")
+      .def(
+          "release",
+          [](py::handle self) {
+            const std::shared_ptr<Carrier> carrier = CarrierSelf(self);
+            if (!DeferRelease(carrier.get())) carrier->Release();
+          },
+          "Frees the storage now (idempotent); while a kernel of another "
+          "thread runs on it, when that kernel ends; while a DLPack export "
+          "holds it, when the export goes (it reads as released at once). "
+          "A Tensor never calls it.")
+      .def("released",
+           [](py::handle self) { return CarrierSelf(self)->released(); })
       .def_property_readonly(
-          "dtype", [](const Carrier& c) { return DTypeObject(&c.dtype()); })
-      .def("size", &Carrier::size, "The number of stored values.")
-      .def("version", &Carrier::version, "The mutation version.")
-      .def("bump_version", &Carrier::BumpVersion,
-           "Records one mutation made outside Strata; returns the new "
-           "version (unchanged for a read-only carrier).")
-      .def("release", &Carrier::Release,
-           "Frees the storage now (idempotent); a Tensor never calls it.")
-      .def("released", &Carrier::released)
-      .def_property_readonly("read_only", &Carrier::read_only)
+          "read_only",
+          [](py::handle self) { return CarrierSelf(self)->read_only(); })
       .def_property_readonly("class_name",
                              [](py::handle self) {
                                return std::string(
-                                   CarrierArg(self)->class_name());
+                                   CarrierSelf(self)->class_name());
                              })
       .def("tobytes",
-           [](const Carrier& c) {
+           [](py::handle self) {
+             const std::shared_ptr<Carrier> held = CarrierSelf(self);
+             const Carrier& c = *held;
              const SimpleDType* simple = c.dtype().AsSimple();
              if (simple == nullptr || c.size() < 0 || c.data() == nullptr) {
                RaisePython(PyExc_ValueError,
@@ -242,10 +284,13 @@ void BindCarriers(py::module_& module) {
            },
            "A copy of the stored bytes (packed little-endian, as dumps "
            "hold them).")
-      .def("data_ptr", &DataPointer,
+      .def(
+          "data_ptr",
+          [](py::handle self) { return DataPointer(*CarrierSelf(self)); },
            "The address of the stored bytes (0 without host data).")
       .def("__repr__", [](py::handle self) {
-        const Carrier& c = *CarrierArg(self);  // A Python class named.
+        const std::shared_ptr<Carrier> held = CarrierSelf(self);
+        const Carrier& c = *held;  // A Python class named.
         return absl::StrCat("<", QualifiedName(self), " ", c.Describe(),
                             ", version ", c.version(), ">");
       });
@@ -275,10 +320,17 @@ void BindCarriers(py::module_& module) {
   py::class_<MappedCarrier, Carrier, std::shared_ptr<MappedCarrier>>(
       module, "MappedCarrier", py::is_final(),
       "A read-only mapping of a file region (a checkpoint's tensor data).")
-      .def_property_readonly("file", &MappedCarrier::file)
-      .def_property_readonly("file_offset", &MappedCarrier::file_offset);
+      .def_property_readonly("file",
+                             [](py::handle self) {
+                               return MappedSelf(self).file();
+                             })
+      .def_property_readonly("file_offset", [](py::handle self) {
+        return MappedSelf(self).file_offset();
+      });
 
   carrier_type = py::detail::get_type_info(typeid(Carrier))->type;
+  RefusePickling(reinterpret_cast<PyObject*>(carrier_type), "a strata carrier",
+                 "a dump with data (strata.dump) carries its values");
   host_type = py::detail::get_type_info(typeid(HostCarrier))->type;
   external_type = py::detail::get_type_info(typeid(ExternalCarrier))->type;
   recorded_type = py::detail::get_type_info(typeid(RecordedCarrier))->type;

@@ -108,6 +108,29 @@ std::vector<int64_t> ToInt64Vector(py::handle object, absl::string_view what) {
   return values;
 }
 
+bool Truth(py::handle object) {
+  const int truth = PyObject_IsTrue(object.ptr());
+  if (truth < 0) throw py::error_already_set();
+  return truth == 1;
+}
+
+bool IsNumber(py::handle object) {
+  PyObject* o = object.ptr();
+  // Not IsInteger: an ndarray has __index__ too.
+  if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
+  // numpy's scalars (float32, float16, bool_, ...) are numpy.generic.
+  static PyObject* generic = [] {
+    PyObject* numpy = PyImport_ImportModule("numpy");
+    PyObject* type =
+        numpy != nullptr ? PyObject_GetAttrString(numpy, "generic") : nullptr;
+    Py_XDECREF(numpy);
+    if (type == nullptr) PyErr_Clear();  // No numpy: no numpy scalars.
+    return type;                         // Kept for the process.
+  }();
+  return generic != nullptr && PyObject_IsInstance(o, generic) == 1 &&
+         !PyComplex_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o);
+}
+
 int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra) {
   return dim < 0 && dim >= -(rank + extra) ? dim + rank + extra : dim;
 }
@@ -115,7 +138,7 @@ int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra) {
 Scalar ToScalar(py::handle object, absl::string_view what) {
   PyObject* o = object.ptr();
   if (PyBool_Check(o) || IsNumpyBool(object)) {
-    return Scalar::Bool(PyObject_IsTrue(o) == 1);
+    return Scalar::Bool(Truth(object));
   }
   if (IsInteger(object)) return Scalar::Int(ToInt64(object, what));
   if (PyFloat_Check(o) || (Py_TYPE(o)->tp_as_number != nullptr &&
@@ -154,7 +177,11 @@ std::string ToPath(py::handle object, absl::string_view what) {
   if (PyBytes_Check(path.ptr())) {
     return std::string(py::reinterpret_borrow<py::bytes>(path));
   }
-  return std::string(py::str(path));
+  // os.fsencode: undecodable bytes of a name (surrogates) go back as bytes.
+  py::object bytes =
+      py::reinterpret_steal<py::object>(PyUnicode_EncodeFSDefault(path.ptr()));
+  if (!bytes) throw py::error_already_set();
+  return std::string(py::reinterpret_borrow<py::bytes>(bytes));
 }
 
 }  // namespace python

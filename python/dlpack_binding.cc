@@ -43,7 +43,7 @@ struct Imported {
     auto* imported = reinterpret_cast<Imported*>(self->manager_ctx);
     DLManagedTensor* producer = imported->producer;
     delete imported;
-    if (producer->deleter == nullptr || !Py_IsInitialized()) return;
+    if (producer->deleter == nullptr || !PythonAlive()) return;
     py::gil_scoped_acquire gil;
     producer->deleter(producer);
   }

@@ -20,6 +20,12 @@ namespace strata {
 namespace python {
 namespace {
 
+PyTypeObject* simple_type = nullptr;
+PyTypeObject* compound_type = nullptr;
+PyTypeObject* category_type = nullptr;
+PyTypeObject* context_type = nullptr;
+PyTypeObject* native_rule_type = nullptr;
+
 // The context a rule reads, copied out of the validation's frozen one: a rule
 // may keep it past the call, and it is read-only in Python (properties
 // without setters, no instance dict). It is also a C++ context, so that a
@@ -98,13 +104,24 @@ std::string RuleName(py::handle rule) {
   return std::string(py::str(py::type::of(rule).attr("__qualname__")));
 }
 
+// repr(object), or its type's name where repr raises.
+std::string Describe(py::handle object) {
+  PyObject* text = PyObject_Repr(object.ptr());
+  if (text == nullptr) {
+    PyErr_Clear();
+    return absl::StrCat("a ", TypeName(object));
+  }
+  std::string result = py::str(py::reinterpret_steal<py::object>(text));
+  return result;
+}
+
 // A rule written in Python: any object with validate(context).
 class PythonRule final : public RepresentationRule {
  public:
   PythonRule(py::object rule, std::string name)
       : rule_(std::move(rule)), name_(std::move(name)) {}
   ~PythonRule() override {
-    if (!Py_IsInitialized()) {
+    if (!PythonAlive()) {
       rule_.release();  // The interpreter is gone: nothing to drop.
       return;
     }
@@ -117,13 +134,17 @@ class PythonRule final : public RepresentationRule {
 
   absl::Status Validate(
       const RepresentationValidationContext& context) const override {
+    if (!PythonAlive()) {
+      return ValueErrorCat("representation rule ", name_,
+                           ": the interpreter is shutting down");
+    }
     py::gil_scoped_acquire gil;
     try {
       py::object result = rule_.attr("validate")(ContextObject(context));
       if (!result.is_none()) {
         return TypeErrorCat("representation rule ", name_,
-                            ": validate(context) returned ",
-                            std::string(py::repr(result)), ", not None");
+                            ": validate(context) returned ", Describe(result),
+                            ", not None");
       }
     } catch (py::error_already_set& error) {
       return PythonErrorStatus(error,
@@ -169,12 +190,50 @@ bool IsRegistered(const DType& dtype) {
   return found.ok() && *found == &dtype;
 }
 
+py::tuple LayoutTuple(absl::Span<const Layout> layouts) {
+  py::tuple result(layouts.size());
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    result[i] = LayoutObject(layouts[i]);
+  }
+  return result;
+}
+
 py::tuple SchemaTuple(absl::Span<const SimpleDType* const> schema) {
   py::tuple result(schema.size());
   for (size_t i = 0; i < schema.size(); ++i) {
     result[i] = DTypeObject(schema[i]);
   }
   return result;
+}
+
+const DType& DTypeSelf(py::handle self) { return ToDType(self, "self"); }
+
+const SimpleDType& SimpleSelf(py::handle self) {
+  const DType& d = DTypeSelf(self);
+  if (d.AsSimple() == nullptr) {
+    RaisePython(PyExc_TypeError, "self must be a SimpleDType, not " + d.name());
+  }
+  return *d.AsSimple();
+}
+
+const CompoundDType& CompoundSelf(py::handle self) {
+  const DType& d = DTypeSelf(self);
+  if (d.AsCompound() == nullptr) {
+    RaisePython(PyExc_TypeError,
+                "self must be a CompoundDType, not " + d.name());
+  }
+  return *d.AsCompound();
+}
+
+// A bit count: an integer, which SimpleDType::Create then judges; kept in
+// int's range (ValueError beyond it) rather than wrapped into it.
+int Width(py::handle object, const char* what) {
+  const int64_t value = ToInt64(object, what);
+  if (value < -(1 << 20) || value > (1 << 20)) {
+    RaisePython(PyExc_ValueError,
+                absl::StrCat(what, " ", value, " is not a bit count"));
+  }
+  return static_cast<int>(value);
 }
 
 NumericClass ToNumericClass(py::handle object) {
@@ -223,8 +282,8 @@ CompoundDType* MakeCompound(py::handle name, py::handle simple_types,
   py::iterator items = py::iter(rules);
   for (size_t i = 0; items != py::iterator::sentinel(); ++items, ++i) {
     py::handle rule = *items;
-    if (py::isinstance<NativeRule>(rule)) {
-      rule_list.push_back(rule.cast<const NativeRule&>().rule);
+    if (const NativeRule* native = ExactValue<NativeRule>(rule, native_rule_type)) {
+      rule_list.push_back(native->rule);
       continue;
     }
     py::object validate = py::getattr(rule, "validate", py::none());
@@ -256,8 +315,19 @@ py::object DTypeObject(const DType* dtype) {
 }
 
 const DType* ToDTypeOrNull(py::handle object) {
-  if (!py::isinstance<DType>(object)) return nullptr;
-  return &object.cast<const DType&>();
+  // NOTE [ Casting without type lookups ]: the classes are final, so the
+  // Python type tells the C++ one; an instance __init__ never built is none.
+  PyTypeObject* type = Py_TYPE(object.ptr());
+  if (type != simple_type && type != compound_type && type != category_type) {
+    return nullptr;
+  }
+  void* value = reinterpret_cast<py::detail::instance*>(object.ptr())
+                    ->get_value_and_holder()
+                    .value_ptr();
+  if (value == nullptr) return nullptr;
+  if (type == simple_type) return static_cast<const SimpleDType*>(value);
+  if (type == compound_type) return static_cast<const CompoundDType*>(value);
+  return static_cast<const DTypeCategory*>(value);
 }
 
 const DType& ToDType(py::handle object, absl::string_view what, bool names) {
@@ -275,31 +345,41 @@ void BindDTypes(py::module_& module) {
   py::module_ dtype_module =
       module.def_submodule("dtype", "The dtype namespace (strata.dtype).");
 
+  auto context_self = [](py::handle self) -> const PythonContext& {
+    const PythonContext* context = ExactValue<PythonContext>(self, context_type);
+    if (context == nullptr) {
+      RaisePython(PyExc_TypeError,
+                  "self must be a RepresentationValidationContext, not " +
+                      TypeName(self));
+    }
+    return *context;
+  };
   py::class_<PythonContext>(
-      dtype_module, "RepresentationValidationContext",
+      dtype_module, "RepresentationValidationContext", py::is_final(),
       "The read-only description of a universally validated candidate "
       "representation that each representation rule receives.")
       .def_property_readonly("logical_dtype",
-                             [](const PythonContext& c) {
-                               return DTypeObject(&c.logical_dtype());
+                             [=](py::handle self) {
+                               return DTypeObject(
+                                   &context_self(self).logical_dtype());
                              })
       .def_property_readonly("storage_dtypes",
-                             [](const PythonContext& c) {
-                               return SchemaTuple(c.storage_dtypes());
+                             [=](py::handle self) {
+                               return SchemaTuple(
+                                   context_self(self).storage_dtypes());
                              })
       .def_property_readonly("placement_layouts",
-                             [](const PythonContext& c) {
-                               return py::tuple(py::cast(std::vector<Layout>(
-                                   c.placement_layouts().begin(),
-                                   c.placement_layouts().end())));
+                             [=](py::handle self) {
+                               return LayoutTuple(
+                                   context_self(self).placement_layouts());
                              })
       .def_property_readonly("adjacent_layouts",
-                             [](const PythonContext& c) {
-                               return py::tuple(py::cast(std::vector<Layout>(
-                                   c.adjacent_layouts().begin(),
-                                   c.adjacent_layouts().end())));
+                             [=](py::handle self) {
+                               return LayoutTuple(
+                                   context_self(self).adjacent_layouts());
                              })
-      .def_property_readonly("level_shapes", [](const PythonContext& c) {
+      .def_property_readonly("level_shapes", [=](py::handle self) {
+        const PythonContext& c = context_self(self);
         py::tuple shapes(c.level_shapes().size());
         for (size_t i = 0; i < c.level_shapes().size(); ++i) {
           shapes[i] = FromIntTuple(c.level_shapes()[i]);
@@ -308,41 +388,88 @@ void BindDTypes(py::module_& module) {
       });
   module.attr("RepresentationValidationContext") =
       dtype_module.attr("RepresentationValidationContext");
+  context_type = py::detail::get_type_info(typeid(PythonContext))->type;
+  RefusePickling(reinterpret_cast<PyObject*>(context_type),
+                 "a RepresentationValidationContext",
+                 "read its fields instead");
 
-  py::class_<NativeRule>(dtype_module, "Rule",
+  auto rule_self = [](py::handle self) -> const RepresentationRule& {
+    const NativeRule* rule = ExactValue<NativeRule>(self, native_rule_type);
+    if (rule == nullptr) {
+      RaisePython(PyExc_TypeError,
+                  "self must be a strata.dtype.Rule, not " + TypeName(self));
+    }
+    return *rule->rule;
+  };
+  py::class_<NativeRule>(dtype_module, "Rule", py::is_final(),
                          "A representation rule written in C++ (a built-in "
                          "format's); it may be given to a CompoundDType.")
-      .def_property_readonly(
-          "name",
-          [](const NativeRule& r) { return std::string(r.rule->name()); })
+      .def_property_readonly("name",
+                             [=](py::handle self) {
+                               return std::string(rule_self(self).name());
+                             })
       .def(
           "validate",
-          [](const NativeRule& r, py::handle context) {
-            if (!py::isinstance<PythonContext>(context)) {
+          [=](py::handle self, py::handle context) {
+            const RepresentationRule& rule = rule_self(self);
+            const PythonContext* frozen =
+                ExactValue<PythonContext>(context, context_type);
+            if (frozen == nullptr) {
               RaisePython(PyExc_TypeError,
                           "Rule.validate: context must be a "
                           "RepresentationValidationContext, not " +
                               TypeName(context));
             }
-            ThrowIfError(r.rule->Validate(context.cast<const PythonContext&>()));
+            ThrowIfError(rule.Validate(*frozen));
           },
           py::arg("context"))
-      .def("__repr__", [](const NativeRule& r) {
-        return absl::StrCat("<strata.dtype.Rule '", r.rule->name(), "'>");
+      .def("__repr__", [=](py::handle self) {
+        return absl::StrCat("<strata.dtype.Rule '", rule_self(self).name(),
+                            "'>");
       });
+  native_rule_type = py::detail::get_type_info(typeid(NativeRule))->type;
+  RefusePickling(reinterpret_cast<PyObject*>(native_rule_type),
+                 "a built-in rule", "its dtype pickles by name");
 
   using NoDelete = std::unique_ptr<DType, py::nodelete>;
   py::class_<DType, NoDelete> dtype_class(
       dtype_module, "DType",
       "A dtype descriptor; descriptors are compared by identity.");
   dtype_class
-      .def_property_readonly("name", &DType::name)
-      .def_property_readonly("kind", &KindName)
       .def_property_readonly(
-          "storage_schema",
-          [](const DType& d) { return SchemaTuple(d.storage_schema()); })
-      .def("__str__", &DType::name)
-      .def("__repr__", [](const DType& d) {
+          "name", [](py::handle self) { return DTypeSelf(self).name(); })
+      .def_property_readonly(
+          "kind", [](py::handle self) { return KindName(DTypeSelf(self)); })
+      .def_property_readonly("storage_schema",
+                             [](py::handle self) {
+                               return SchemaTuple(
+                                   DTypeSelf(self).storage_schema());
+                             })
+      .def("__str__", [](py::handle self) { return DTypeSelf(self).name(); })
+      // Descriptors are process-lifetime singletons compared by identity:
+      // a copy is the descriptor itself, and a registered one pickles by
+      // its name.
+      .def("__copy__", [](py::handle self) {
+        return py::reinterpret_borrow<py::object>(self);
+      })
+      .def("__deepcopy__", [](py::handle self, py::handle) {
+        return py::reinterpret_borrow<py::object>(self);
+      })
+      .def("__reduce__",
+           [](py::handle self) -> py::object {
+             const DType& d = DTypeSelf(self);
+             if (!IsRegistered(d)) {
+               RaisePython(PyExc_TypeError,
+                           "dtype " + d.name() +
+                               " is not registered: it pickles by its "
+                               "registered name only");
+             }
+             return py::make_tuple(
+                 py::module_::import("strata.dtype").attr("by_name"),
+                 py::make_tuple(d.name()));
+           })
+      .def("__repr__", [](py::handle self) {
+        const DType& d = DTypeSelf(self);
         if (IsRegistered(d)) return absl::StrCat("strata.dtype.", d.name());
         return absl::StrCat("<strata.dtype.", d.kind() == DType::Kind::kSimple
                                                   ? "SimpleDType"
@@ -365,27 +492,38 @@ void BindDTypes(py::module_& module) {
              }
              SimpleDType::Spec spec;
              spec.name = std::string(py::str(name));
-             spec.bits = static_cast<int>(std::min<int64_t>(
-                 ToInt64(bits, "SimpleDType: bits"), 1 << 20));
+             spec.bits = Width(bits, "SimpleDType: bits");
              spec.numeric_class = ToNumericClass(numeric_class);
-             spec.is_signed = PyObject_IsTrue(is_signed.ptr()) == 1;
-             spec.exponent_bits = static_cast<int>(std::min<int64_t>(
-                 ToInt64(exponent_bits, "SimpleDType: exponent_bits"), 1 << 20));
-             spec.mantissa_bits = static_cast<int>(std::min<int64_t>(
-                 ToInt64(mantissa_bits, "SimpleDType: mantissa_bits"), 1 << 20));
+             spec.is_signed = Truth(is_signed);
+             spec.exponent_bits =
+                 Width(exponent_bits, "SimpleDType: exponent_bits");
+             spec.mantissa_bits =
+                 Width(mantissa_bits, "SimpleDType: mantissa_bits");
              return const_cast<SimpleDType*>(
                  ValueOrRaise(SimpleDType::Create(std::move(spec))));
            }),
            py::arg("name"), py::arg("bits"),
            py::arg("numeric_class") = "floating", py::arg("signed") = true,
            py::arg("exponent_bits") = 0, py::arg("mantissa_bits") = 0)
-      .def_property_readonly("bits", &SimpleDType::bits)
-      .def_property_readonly("is_floating", &SimpleDType::is_floating)
-      .def_property_readonly("is_integer", &SimpleDType::is_integer)
-      .def_property_readonly("is_bool", &SimpleDType::is_bool)
-      .def_property_readonly("is_signed", &SimpleDType::is_signed)
-      .def_property_readonly("exponent_bits", &SimpleDType::exponent_bits)
-      .def_property_readonly("mantissa_bits", &SimpleDType::mantissa_bits);
+      .def_property_readonly(
+          "bits", [](py::handle self) { return SimpleSelf(self).bits(); })
+      .def_property_readonly(
+          "is_floating",
+          [](py::handle self) { return SimpleSelf(self).is_floating(); })
+      .def_property_readonly(
+          "is_integer",
+          [](py::handle self) { return SimpleSelf(self).is_integer(); })
+      .def_property_readonly(
+          "is_bool", [](py::handle self) { return SimpleSelf(self).is_bool(); })
+      .def_property_readonly(
+          "is_signed",
+          [](py::handle self) { return SimpleSelf(self).is_signed(); })
+      .def_property_readonly(
+          "exponent_bits",
+          [](py::handle self) { return SimpleSelf(self).exponent_bits(); })
+      .def_property_readonly("mantissa_bits", [](py::handle self) {
+        return SimpleSelf(self).mantissa_bits();
+      });
 
   py::class_<CompoundDType, DType,
              std::unique_ptr<CompoundDType, py::nodelete>>(
@@ -395,10 +533,13 @@ void BindDTypes(py::module_& module) {
       "validation.")
       .def(py::init(&MakeCompound), py::arg("name"), py::arg("simple_types"),
            py::arg("rules") = py::tuple())
-      .def_property_readonly(
-          "simple_types",
-          [](const CompoundDType& d) { return SchemaTuple(d.simple_types()); })
-      .def_property_readonly("rules", [](const CompoundDType& d) {
+      .def_property_readonly("simple_types",
+                             [](py::handle self) {
+                               return SchemaTuple(
+                                   CompoundSelf(self).simple_types());
+                             })
+      .def_property_readonly("rules", [](py::handle self) {
+        const CompoundDType& d = CompoundSelf(self);
         py::tuple rules(d.rules().size());
         for (size_t i = 0; i < d.rules().size(); ++i) {
           rules[i] = RuleObject(d.rules()[i]);
@@ -427,11 +568,10 @@ void BindDTypes(py::module_& module) {
                                        .ptr();  // Kept for the process.
              const DTypeCategory* category = ValueOrRaise(DTypeCategory::Create(
                  std::string(py::str(name)), [predicate](const DType& d) {
-                   if (!Py_IsInitialized()) return false;
+                   if (!PythonAlive()) return false;
                    py::gil_scoped_acquire gil;
                    try {
-                     return py::handle(predicate)(DTypeObject(&d))
-                         .cast<bool>();
+                     return Truth(py::handle(predicate)(DTypeObject(&d)));
                    } catch (py::error_already_set& error) {
                      error.discard_as_unraisable("DTypeCategory predicate");
                    } catch (const std::exception&) {
@@ -444,19 +584,30 @@ void BindDTypes(py::module_& module) {
            py::arg("name"), py::arg("contains"))
       .def(
           "contains",
-          [](const DTypeCategory& c, py::handle dtype) -> bool {
-            const DType& d = ToDType(dtype, "DTypeCategory.contains: dtype");
-            auto it = PythonPredicates().find(&c);
-            if (it != PythonPredicates().end()) {
-              return py::handle(it->second)(DTypeObject(&d)).cast<bool>();
+          [](py::handle self, py::handle dtype) -> bool {
+            const DType& category = DTypeSelf(self);
+            const DTypeCategory* c = category.AsCategory();
+            if (c == nullptr) {
+              RaisePython(PyExc_TypeError,
+                          "self must be a DTypeCategory, not " +
+                              category.name());
             }
-            return c.Contains(d);
+            const DType& d = ToDType(dtype, "DTypeCategory.contains: dtype");
+            auto it = PythonPredicates().find(c);
+            if (it != PythonPredicates().end()) {
+              // A predicate answers with its truth, as Python's do.
+              return Truth(py::handle(it->second)(DTypeObject(&d)));
+            }
+            return c->Contains(d);
           },
           py::arg("dtype"))
       .def("__contains__", [](py::handle self, py::handle dtype) {
         return self.attr("contains")(dtype);
       });
 
+  simple_type = py::detail::get_type_info(typeid(SimpleDType))->type;
+  compound_type = py::detail::get_type_info(typeid(CompoundDType))->type;
+  category_type = py::detail::get_type_info(typeid(DTypeCategory))->type;
   dtype_class.attr("Any") = DTypeObject(dtypes::Any());
   dtype_class.attr("Floating") = DTypeObject(dtypes::Floating());
   dtype_class.attr("Integer") = DTypeObject(dtypes::Integer());
@@ -509,8 +660,8 @@ void BindDTypes(py::module_& module) {
         } else {
           scaling.other_modes = ToInt64(other_modes, "block_scaled: other_modes");
         }
-        scaling.ragged = PyObject_IsTrue(ragged.ptr()) == 1;
-        scaling.chosen_mode = PyObject_IsTrue(chosen_mode.ptr()) == 1;
+        scaling.ragged = Truth(ragged);
+        scaling.chosen_mode = Truth(chosen_mode);
         return DTypeObject(ValueOrRaise(MakeBlockScaledDType(
             std::string(py::str(name)),
             &ToSimple(element, "block_scaled: element"), std::move(scale_types),

@@ -24,7 +24,7 @@ PyObject* one_subtensor_required_error = nullptr;
 // after its object was dropped raises by kind with the same text.
 constexpr absl::string_view kPythonExceptionPayload =
     "strata.dev/PythonException";
-constexpr int kPending = 16;
+constexpr int kPending = 256;
 
 struct PendingException {
   uint64_t id = 0;
@@ -99,7 +99,14 @@ void RegisterErrors(py::module_& module) {
 }
 
 void RaisePython(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
+  // The whole message, NULs included; bytes that are not UTF-8 (a file's
+  // name, a header's key) escaped rather than losing the text.
+  PyObject* text = PyUnicode_DecodeUTF8(message.data(),
+                                        static_cast<Py_ssize_t>(message.size()),
+                                        "backslashreplace");
+  if (text == nullptr) throw py::error_already_set();
+  PyErr_SetObject(type, text);
+  Py_DECREF(text);
   throw py::error_already_set();
 }
 
@@ -117,8 +124,22 @@ void Raise(const absl::Status& status) {
 py::object ExceptionObject(const absl::Status& status) {
   py::object kept = TakeKept(status);
   if (kept) return kept;
-  return py::reinterpret_borrow<py::object>(ExceptionType(status))(
-      std::string(status.message()));
+  const absl::string_view message = status.message();
+  py::object text = py::reinterpret_steal<py::object>(PyUnicode_DecodeUTF8(
+      message.data(), static_cast<Py_ssize_t>(message.size()),
+      "backslashreplace"));
+  if (!text) throw py::error_already_set();
+  return py::reinterpret_borrow<py::object>(ExceptionType(status))(text);
+}
+
+void RefusePickling(py::handle cls, const char* what, const char* instead) {
+  const std::string message = absl::StrCat(what, " does not pickle; ", instead);
+  py::setattr(cls, "__reduce__",
+              py::cpp_function(
+                  [message](py::handle) {
+                    RaisePython(PyExc_TypeError, message);
+                  },
+                  py::is_method(cls)));
 }
 
 absl::Status PythonErrorStatus(py::error_already_set& error,

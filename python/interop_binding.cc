@@ -138,12 +138,9 @@ void BindInterop(py::module_& module) {
           dim = NormalizeDim(dim, rank);
         }
         const ScaleLayout layout = ToScaleLayout(scale_layout);
-        absl::StatusOr<Tensor> result;
-        {
-          py::gil_scoped_release release;
-          result = QuantizeBlockScaled(source, *compound, dim, layout);
-        }
-        return TensorObject(ValueOrRaise(std::move(result)));
+        return TensorObject(ValueOrRaise(WithoutGil({&source}, [&] {
+          return QuantizeBlockScaled(source, *compound, dim, layout);
+        })));
       },
       py::arg("t"), py::arg("format"), py::arg("blocked_dim") = py::none(),
       py::arg("scale_layout") = "row_major",
@@ -232,12 +229,11 @@ void BindInterop(py::module_& module) {
                                std::string(py::str(value)));
           }
         }
-        absl::Status status;
-        {
-          py::gil_scoped_release release;
-          status = WriteSafetensors(file, entries, pairs);
-        }
-        ThrowIfError(status);
+        std::vector<const Tensor*> written;
+        for (const auto& entry : entries) written.push_back(&entry.second);
+        ThrowIfError(WithoutGil(written, [&] {
+          return WriteSafetensors(file, entries, pairs);
+        }));
       },
       py::arg("path"), py::arg("tensors"), py::arg("metadata") = py::none(),
       "Writes Tensors (a dict name -> Tensor, in its order) as a safetensors "
@@ -265,7 +261,16 @@ void BindInterop(py::module_& module) {
             ToInt64(parts, "plan_shards: parts")));
         py::list views;
         for (const ShardPart& part : plan.parts) {
-          views.append(TensorOrException(part.view));
+          py::object view = TensorOrException(part.view);
+          // What a rule raised that is no Exception (KeyboardInterrupt,
+          // SystemExit) is not a part's answer: it stops the call.
+          if (PyExceptionInstance_Check(view.ptr()) &&
+              !PyObject_IsInstance(view.ptr(), PyExc_Exception)) {
+            PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(view.ptr())),
+                            view.ptr());
+            throw py::error_already_set();
+          }
+          views.append(view);
         }
         return py::make_tuple(plan.granule, views, plan.pad);
       },

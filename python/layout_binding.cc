@@ -41,6 +41,8 @@ Layout WithLayoutOrTiler(py::handle a, py::handle b, const char* name, F f,
 PyTypeObject* layout_type = nullptr;
 const py::detail::type_info* layout_info = nullptr;
 
+const Layout& LayoutSelf(py::handle self) { return ToLayout(self, "self"); }
+
 }  // namespace
 
 absl::StatusOr<Layout> ToLayoutOrStatus(py::handle object,
@@ -101,16 +103,23 @@ void BindLayout(py::module_& module) {
           },
           py::arg("shape"), "The compact layout, first leaf fastest (CuTe's).")
       .def_property_readonly(
-          "shape", [](const Layout& l) { return FromIntTuple(l.shape()); })
+          "shape", [](py::handle self) {
+             const Layout& l = LayoutSelf(self); return FromIntTuple(l.shape()); })
       .def_property_readonly(
-          "stride", [](const Layout& l) { return FromIntTuple(l.stride()); })
-      .def_property_readonly("size", &Layout::size)
-      .def_property_readonly("cosize", &Layout::cosize)
-      .def_property_readonly("rank", &Layout::rank)
-      .def_property_readonly("depth", &Layout::depth)
+          "stride", [](py::handle self) {
+             const Layout& l = LayoutSelf(self); return FromIntTuple(l.stride()); })
+      .def_property_readonly(
+          "size", [](py::handle self) { return LayoutSelf(self).size(); })
+      .def_property_readonly(
+          "cosize", [](py::handle self) { return LayoutSelf(self).cosize(); })
+      .def_property_readonly(
+          "rank", [](py::handle self) { return LayoutSelf(self).rank(); })
+      .def_property_readonly(
+          "depth", [](py::handle self) { return LayoutSelf(self).depth(); })
       .def(
           "mode",
-          [](const Layout& l, py::handle i) {
+          [](py::handle self, py::handle i) {
+             const Layout& l = LayoutSelf(self);
             const int64_t mode = ToInt64(i, "Layout.mode: i");
             if (mode < 0 || mode >= l.rank()) {
               RaisePython(PyExc_ValueError,
@@ -123,18 +132,22 @@ void BindLayout(py::module_& module) {
           py::arg("i"))
       .def(
           "__call__",
-          [](const Layout& l, py::handle coord) {
+          [](py::handle self, py::handle coord) {
+             const Layout& l = LayoutSelf(self);
             return ValueOrRaise(l.Crd2Idx(ToIntTuple(coord, "coordinate")));
           },
           py::arg("coord"),
           "L(c): the index of a linear or hierarchical coordinate.")
-      .def("__str__", &Layout::ToString)
+      .def("__str__",
+           [](py::handle self) { return LayoutSelf(self).ToString(); })
       .def("__repr__",
-           [](const Layout& l) {
+           [](py::handle self) {
+             const Layout& l = LayoutSelf(self);
              return absl::StrCat("strata.Layout.parse('", l.ToString(), "')");
            })
       .def("__eq__",
-           [](const Layout& l, py::handle other) -> py::object {
+           [](py::handle self, py::handle other) -> py::object {
+             const Layout& l = LayoutSelf(self);
              const Layout* right = ExactValue<Layout>(other, layout_type);
              if (right == nullptr) {
                return py::reinterpret_borrow<py::object>(Py_NotImplemented);
@@ -142,7 +155,8 @@ void BindLayout(py::module_& module) {
              return py::bool_(l == *right);
            })
       .def("__hash__",
-           [](const Layout& l) {
+           [](py::handle self) {
+             const Layout& l = LayoutSelf(self);
              return py::hash(py::make_tuple(FromIntTuple(l.shape()),
                                             FromIntTuple(l.stride())));
            })

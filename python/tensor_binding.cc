@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,14 +40,6 @@ std::vector<int64_t> VarIntegers(const py::args& args, const char* what) {
   return values;
 }
 
-// Runs a kernel over data without the GIL (python.md, "Interop"): `op` touches
-// no Python object.
-template <typename F>
-auto WithoutGil(F op) -> decltype(op()) {
-  py::gil_scoped_release release;
-  return op();
-}
-
 Tensor Value(absl::StatusOr<Tensor> result) {
   return ValueOrRaise(std::move(result));
 }
@@ -65,15 +58,14 @@ const Tensor& Self(py::handle self) { return ToTensor(self, "self"); }
 // PyTorch gives a wrapped number (the Tensor's own where the number's kind is
 // not above it; float32 for a float with an integral Tensor, int64 for an
 // int with a bool one).
+// A compound Tensor has no number dtype; the number is then float32 or int64,
+// and the op refuses the Tensor (OneSubtensorRequiredError).
 Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
   const Scalar value = ToScalar(number, absl::StrCat(op, ": operand"));
   const SimpleDType* dtype = like.dtype().AsSimple();
   if (dtype == nullptr) {
-    RaisePython(PyExc_TypeError,
-                absl::StrCat(op, ": a number with a ", like.dtype().name(),
-                             " Tensor"));
-  }
-  if (value.is_float() && !dtype->is_floating()) {
+    dtype = value.is_float() ? dtypes::Float32() : dtypes::Int64();
+  } else if (value.is_float() && !dtype->is_floating()) {
     dtype = dtypes::Float32();
   } else if (value.is_int() && dtype->is_bool()) {
     dtype = dtypes::Int64();
@@ -83,18 +75,30 @@ Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
   return scalar;
 }
 
-// The other operand of a binary operator: a Tensor, a number, or nothing
-// (NotImplemented).
+// The other operand of a binary operator: a Tensor, a number (numpy's
+// scalars included), an array of another library (imported without a copy,
+// through DLPack), or nothing (NotImplemented).
 std::optional<Tensor> Operand(const Tensor& self, py::handle other,
                               const char* op) {
   if (const Tensor* tensor = ExactValue<Tensor>(other, tensor_type)) {
     return *tensor;
   }
-  if (PyBool_Check(other.ptr()) || IsInteger(other) ||
-      PyFloat_Check(other.ptr())) {
-    return ScalarOperand(self, other, op);
-  }
+  if (IsNumber(other)) return ScalarOperand(self, other, op);
+  if (py::hasattr(other, "__dlpack__")) return ImportDLPack(other);
   return std::nullopt;
+}
+
+// The one value of a Tensor of one element, as Python reads it.
+py::object Item(const Tensor& t, const char* what) {
+  if (t.size() != 1) {
+    RaisePython(PyExc_ValueError,
+                absl::StrCat(what, ": a Tensor of ", t.size(),
+                             " values has no single value"));
+  }
+  const std::vector<int64_t> shape = t.shape();
+  std::vector<IntTuple> zeros(shape.size(), IntTuple(0));
+  const IntTuple coord = shape.size() == 1 ? IntTuple(0) : IntTuple::Tuple(zeros);
+  return FromScalar(ValueOrRaise(GetItem(t, coord)));
 }
 
 py::object Binary(BinaryOp op, const Tensor& self, py::handle other,
@@ -105,7 +109,7 @@ py::object Binary(BinaryOp op, const Tensor& self, py::handle other,
   }
   const Tensor& a = reflected ? *operand : self;
   const Tensor& b = reflected ? self : *operand;
-  return Call(WithoutGil([&] { return BinaryOpTensor(op, a, b); }));
+  return Call(WithoutGil({&a, &b}, [&] { return BinaryOpTensor(op, a, b); }));
 }
 
 // ---- Indexing ----------------------------------------------------------
@@ -246,11 +250,11 @@ void SetItemPy(const Tensor& t, py::handle key, py::handle value) {
   if (ExactValue<Tensor>(value, tensor_type) != nullptr ||
       py::hasattr(value, "__dlpack__")) {
     const Tensor source = ToTensorOrImport(value, "Tensor item value");
-    ThrowIfError(WithoutGil([&] { return CopyFrom(view, source); }));
+    ThrowIfError(WithoutGil({&view, &source}, [&] { return CopyFrom(view, source); }));
     return;
   }
   const Scalar scalar = ToScalar(value, "Tensor item value");
-  ThrowIfError(WithoutGil([&] { return Fill(view, scalar); }));
+  ThrowIfError(WithoutGil({&view}, [&] { return Fill(view, scalar); }));
 }
 
 std::string Repr(const Tensor& t) {
@@ -295,6 +299,59 @@ std::vector<int64_t> ReshapeTarget(const Tensor& t,
 }
 
 }  // namespace
+
+bool PythonAlive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+namespace {
+
+// Kernels using each carrier, and the carriers whose release waits for them
+// (NOTE [ Releases while a kernel runs ]). Read and written with the GIL
+// held only.
+struct CarrierUse {
+  int kernels = 0;
+  bool release_deferred = false;
+};
+std::unordered_map<Carrier*, CarrierUse>& Uses() {
+  static auto* uses = new std::unordered_map<Carrier*, CarrierUse>();
+  return *uses;
+}
+
+}  // namespace
+
+CarriersInUse::CarriersInUse(absl::Span<const Tensor* const> tensors) {
+  for (const Tensor* t : tensors) {
+    for (const Subtensor& s : TensorAccess::representation(*t).subtensors()) {
+      ++Uses()[s.carrier.get()].kernels;
+      carriers_.push_back(s.carrier);
+    }
+  }
+}
+
+CarriersInUse::~CarriersInUse() {
+  // Without the GIL only when a thread is made to exit at finalization:
+  // nothing is released then.
+  if (!PythonAlive() || !PyGILState_Check()) return;
+  for (const std::shared_ptr<Carrier>& carrier : carriers_) {
+    auto it = Uses().find(carrier.get());
+    if (it == Uses().end() || --it->second.kernels > 0) continue;
+    const bool release = it->second.release_deferred;
+    Uses().erase(it);
+    if (release) carrier->Release();
+  }
+}
+
+bool DeferRelease(Carrier* carrier) {
+  auto it = Uses().find(carrier);
+  if (it == Uses().end()) return false;
+  it->second.release_deferred = true;
+  return true;
+}
 
 py::object TensorObject(Tensor tensor) {
   return NewObject(std::move(tensor), tensor_info);
@@ -341,11 +398,15 @@ void BindTensor(py::module_& module) {
       .def_property_readonly(
           "carrier", [](py::handle self) {
              const Tensor& t = Self(self); return CarrierObject(t.carrier()); })
-      .def_property_readonly("offset", &Tensor::offset)
-      .def_property_readonly("layout", &Tensor::layout)
+      .def_property_readonly(
+          "offset", [](py::handle self) { return Self(self).offset(); })
+      .def_property_readonly(
+          "layout",
+          [](py::handle self) { return LayoutObject(Self(self).layout()); })
       .def("dtype", [](py::handle self) {
              const Tensor& t = Self(self); return DTypeObject(&t.dtype()); })
-      .def("size", &Tensor::size,
+      .def(
+          "size", [](py::handle self) { return Self(self).size(); },
            "The number of logical coordinates of subtensor 0's placement.")
       .def("carrier_type",
            [](py::handle self) {
@@ -360,10 +421,14 @@ void BindTensor(py::module_& module) {
                                }
                                return result;
                              })
-      .def_property_readonly("ndim", &Rank)
-      .def_property_readonly("num_subtensors", &Tensor::num_subtensors)
+      .def_property_readonly("ndim",
+                             [](py::handle self) { return Rank(Self(self)); })
       .def_property_readonly(
-          "subtensors", &SubtensorsOf,
+          "num_subtensors",
+          [](py::handle self) { return Self(self).num_subtensors(); })
+      .def_property_readonly(
+          "subtensors",
+          [](py::handle self) { return SubtensorsOf(Self(self)); },
           "Every level as (storage dtype, carrier, offset, placement).")
       .def_property_readonly(
           "adjacent_layouts",
@@ -471,8 +536,27 @@ void BindTensor(py::module_& module) {
           },
           py::arg("dim"))
       // Indexing.
-      .def("__getitem__", &GetItemPy)
-      .def("__setitem__", &SetItemPy)
+      .def("__getitem__",
+           [](py::handle self, py::handle key) {
+             return GetItemPy(Self(self), key);
+           })
+      .def("__setitem__",
+           [](py::handle self, py::handle key, py::handle value) {
+             SetItemPy(Self(self), key, value);
+           })
+      .def(
+          "item", [](py::handle self) { return Item(Self(self), "item"); },
+          "The value of a Tensor of one element.")
+      .def("__bool__",
+           [](py::handle self) {
+             return Truth(Item(Self(self), "bool"));
+           })
+      .def("__float__",
+           [](py::handle self) {
+             return py::float_(Item(Self(self), "float"));
+           })
+      .def("__int__",
+           [](py::handle self) { return py::int_(Item(Self(self), "int")); })
       .def("__len__",
            [](py::handle self) {
              const Tensor& t = Self(self);
@@ -526,21 +610,21 @@ void BindTensor(py::module_& module) {
       .def("__neg__",
            [](py::handle self) {
              const Tensor& t = Self(self);
-             return Call(WithoutGil([&] { return Neg(t); }));
+             return Call(WithoutGil({&t}, [&] { return Neg(t); }));
            })
       // Ops.
       .def(
           "sum",
           [](py::handle self, py::handle dim) {
              const Tensor& t = Self(self);
-            if (dim.is_none()) return Call(WithoutGil([&] { return Sum(t); }));
+            if (dim.is_none()) return Call(WithoutGil({&t}, [&] { return Sum(t); }));
             std::vector<int64_t> dims =
                 IsInteger(dim)
                     ? std::vector<int64_t>{ToInt64(dim, "sum: dim")}
                     : ToInt64Vector(dim, "sum: dim");
             const int64_t rank = Rank(t);
             for (int64_t& d : dims) d = NormalizeDim(d, rank);
-            return Call(WithoutGil([&] { return Sum(t, dims); }));
+            return Call(WithoutGil({&t}, [&] { return Sum(t, dims); }));
           },
           py::arg("dim") = py::none(),
           "The sum of all values (rank 0), or along dim (an int or a "
@@ -548,12 +632,12 @@ void BindTensor(py::module_& module) {
       .def("contiguous",
            [](py::handle self) {
              const Tensor& t = Self(self);
-             return Call(WithoutGil([&] { return Contiguous(t); }));
+             return Call(WithoutGil({&t}, [&] { return Contiguous(t); }));
            })
       .def("clone",
            [](py::handle self) {
              const Tensor& t = Self(self);
-             return Call(WithoutGil([&] { return Clone(t); }));
+             return Call(WithoutGil({&t}, [&] { return Clone(t); }));
            })
       .def(
           "cast",
@@ -568,7 +652,7 @@ void BindTensor(py::module_& module) {
                                        target.kind_name()));
             }
             return Call(
-                WithoutGil([&] { return Cast(t, *target.AsSimple()); }));
+                WithoutGil({&t}, [&] { return Cast(t, *target.AsSimple()); }));
           },
           py::arg("dtype"))
       .def(
@@ -576,7 +660,7 @@ void BindTensor(py::module_& module) {
           [](py::handle self, py::handle value) {
              const Tensor& t = Self(self);
             const Scalar scalar = ToScalar(value, "fill: value");
-            ThrowIfError(WithoutGil([&] { return Fill(t, scalar); }));
+            ThrowIfError(WithoutGil({&t}, [&] { return Fill(t, scalar); }));
           },
           py::arg("value"))
       .def(
@@ -584,10 +668,12 @@ void BindTensor(py::module_& module) {
           [](py::handle self, py::handle other) {
              const Tensor& t = Self(self);
             const Tensor source = ToTensorOrImport(other, "copy_from: other");
-            ThrowIfError(WithoutGil([&] { return CopyFrom(t, source); }));
+            ThrowIfError(WithoutGil({&t, &source}, [&] { return CopyFrom(t, source); }));
           },
           py::arg("other"))
-      .def("is_contiguous", &IsCompactRowMajor,
+      .def(
+          "is_contiguous",
+          [](py::handle self) { return IsCompactRowMajor(Self(self)); },
            "Whether the values sit at consecutive carrier indices in "
            "row-major order.")
       // DLPack.
@@ -600,11 +686,21 @@ void BindTensor(py::module_& module) {
           py::arg("stream") = py::none(),
           py::arg("max_version") = py::none())
       .def("__dlpack_device__",
-           [](const Tensor&) { return py::make_tuple(1, 0); })
-      .def("__repr__", &Repr);
+           [](py::handle self) {
+             Self(self);
+             return py::make_tuple(1, 0);  // kDLCPU, device 0.
+           })
+      .def("__repr__", [](py::handle self) { return Repr(Self(self)); });
 
   tensor_info = py::detail::get_type_info(typeid(Tensor));
   tensor_type = tensor_info->type;
+  // numpy leaves `array + tensor` to Tensor.__radd__ (which imports the
+  // array), rather than iterating the Tensor into an object array.
+  py::handle(reinterpret_cast<PyObject*>(tensor_type))
+      .attr("__array_ufunc__") = py::none();
+  RefusePickling(reinterpret_cast<PyObject*>(tensor_type), "strata.Tensor",
+                 "strata.dump(t, include_data=True) and strata.replay(text) "
+                 "carry a Tensor as text");
 
   module.def(
       "zeros",

@@ -144,6 +144,13 @@ absl::StatusOr<ShardPlan> PlanShards(const Tensor& tensor, int64_t dim,
   if (parts < 1) {
     return ValueErrorCat("PlanShards: parts must be at least 1; got ", parts);
   }
+  if (parts > kMaxShardParts) {
+    // Each part is a view built now: 2^40 parts of a broadcast dim asked
+    // for terabytes.
+    return ResourceExhaustedErrorCat("PlanShards: ", parts,
+                                     " parts exceed the limit of ",
+                                     kMaxShardParts, " parts per plan");
+  }
   const int64_t n = plan.extent;
   const int64_t units = CeilDiv(n, granule);
   if (parts > units) {

@@ -60,6 +60,9 @@ struct ShardPlan {
 // ones take the extra granules, so the last may be shorter). Errors
 // (ValueError): a dim out of range; parts < 1; more parts than ceil(N / G)
 // granules (the message names G and N); a pad that overflows int64.
+// ResourceExhaustedError: more than kMaxShardParts parts (each is a view the
+// plan holds).
+inline constexpr int64_t kMaxShardParts = int64_t{1} << 20;
 absl::StatusOr<ShardPlan> PlanShards(const Tensor& tensor, int64_t dim,
                                      int64_t parts);
 

@@ -45,7 +45,10 @@ absl::StatusOr<int64_t> RegularFileSize(int fd, absl::string_view reader,
 template <typename ReadFd>
 auto WithOpenFile(absl::string_view reader, const std::string& path,
                   ReadFd read_fd) -> decltype(read_fd(0)) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever;
+  // this way it opens at once and is refused as not a regular file
+  // (regular files ignore the flag).
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return ValueErrorCat(reader, ": cannot open ", Quoted(path), ": ",
                          std::strerror(errno));

@@ -75,6 +75,16 @@ def _numpy(self):
 
 Tensor.numpy = _numpy
 
+
+def _iter(self):
+    """The sub-Tensors (or values) along dim 0, as numpy iterates."""
+    if self.ndim == 0:
+        raise TypeError("iteration over a rank-0 Tensor")
+    return (self[i] for i in range(len(self)))
+
+
+Tensor.__iter__ = _iter
+
 # The classes print as what users import.
 for _cls in (Carrier, ExternalCarrier, HostCarrier, Layout, MappedCarrier,
              RecordedCarrier, Tensor):

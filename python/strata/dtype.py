@@ -10,7 +10,13 @@ CompoundDType = _impl.CompoundDType
 DTypeCategory = _impl.DTypeCategory
 RepresentationValidationContext = _impl.RepresentationValidationContext
 Rule = _impl.Rule
-by_name = _impl.by_name
+
+
+def by_name(name):
+    """The registered dtype of that name (KeyError if none); dtypes pickle
+    through it."""
+    return _impl.by_name(name)
+
 names = _impl.names
 block_scaled = _impl.block_scaled
 
