@@ -1,6 +1,7 @@
 #include "checkpoint/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -722,6 +723,96 @@ TEST(WriteSafetensorsTest, RefusalsLeaveTheFileUntouched) {
       WriteSafetensors(TempPath("no/such/dir/x.safetensors"), {{"a", *f}});
   EXPECT_TRUE(IsValueError(unwritable));
   EXPECT_THAT(std::string(unwritable.message()), HasSubstr("cannot create"));
+}
+
+TEST(WriteSafetensorsTest, WhatIsNotARegularFileIsNeverReplaced) {
+  auto f = Zeros(*dtypes::Float32(), {2});
+  ASSERT_TRUE(f.ok());
+  // A directory, a device: refused, and left as they are.
+  for (const std::string& path : {::testing::TempDir(), std::string("/dev/null")}) {
+    const absl::Status status = WriteSafetensors(path, {{"a", *f}});
+    EXPECT_TRUE(IsValueError(status)) << status;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("not a regular file"));
+  }
+  // A FIFO neither blocks the writer nor is replaced.
+  const std::string fifo = TempPath("w_fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_TRUE(IsValueError(WriteSafetensors(fifo, {{"a", *f}})));
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // A symbolic link stays; the file it leads to is written.
+  const std::string target = WriteFile("w_target.safetensors", "old");
+  const std::string link = TempPath("w_link.safetensors");
+  unlink(link.c_str());
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(WriteSafetensors(link, {{"a", *f}}).ok());
+  ASSERT_EQ(lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  auto read = ReadSafetensors(target);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(Names(*read), std::vector<std::string>{"a"});
+}
+
+TEST(WriteSafetensorsTest, ABroadcastOfManyValuesIsWrittenInChunks) {
+  // 2^23 values (32 MiB) from one stored value: more than one chunk, the
+  // last partial, every value the stored one.
+  auto one = Zeros(*dtypes::Float32(), {1});
+  ASSERT_TRUE(Fill(*one, Scalar::Float(1.5)).ok());
+  const int64_t n = (int64_t{1} << 23) + 5;
+  auto wide = BroadcastTo(*one, {n});
+  ASSERT_TRUE(wide.ok());
+  const std::string path = TempPath("w_wide.safetensors");
+  ASSERT_TRUE(WriteSafetensors(path, {{"w", *wide}}).ok());
+  auto read = ReadSafetensors(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  const Tensor& w = *read->tensors[0].tensor;
+  ASSERT_EQ(w.size(), n);
+  const float* values = static_cast<const float*>(w.carrier()->data());
+  for (int64_t k : {int64_t{0}, (int64_t{1} << 22) - 1, int64_t{1} << 22, n - 1}) {
+    EXPECT_EQ(values[w.offset() + k], 1.5f) << k;
+  }
+}
+
+TEST(ReadSafetensorsTest, DeeplyNestedHeadersAreRefusedWithABoundedMessage) {
+  for (const std::string& header :
+       {std::string(100000, '[') + std::string(100000, ']'),
+        "{\"__metadata__\":" + std::string(100000, '[') +
+            std::string(100000, ']') + "}"}) {
+    const std::string path = WriteFile(
+        "deep.safetensors", SafetensorsLengthPrefix(header.size()) + header);
+    const auto read = ReadSafetensors(path);
+    EXPECT_TRUE(IsValueError(read.status())) << read.status();
+    EXPECT_LT(read.status().message().size(), 400u);
+  }
+}
+
+TEST(ReadSafetensorsTest, AFifoIsRefusedWithoutWaitingForAWriter) {
+  const std::string fifo = TempPath("r_fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const auto read = ReadSafetensors(fifo);
+  EXPECT_TRUE(IsValueError(read.status()));
+  EXPECT_THAT(std::string(read.status().message()),
+              HasSubstr("not a regular file"));
+}
+
+TEST(ReadSafetensorsTest, AWriteThroughAMappedExportNeverReachesTheFile) {
+  // NOTE [ Private writable mappings ]: what a DLPack consumer that cannot
+  // be told "read-only" might do.
+  auto f = Zeros(*dtypes::Float32(), {4});
+  ASSERT_TRUE(f.ok());
+  const std::string path = TempPath("private.safetensors");
+  ASSERT_TRUE(WriteSafetensors(path, {{"a", *f}}).ok());
+  const std::string before = ReadFile(path);
+  auto read = ReadSafetensors(path);
+  ASSERT_TRUE(read.ok());
+  const Tensor& a = *read->tensors[0].tensor;
+  EXPECT_TRUE(a.carrier()->read_only());
+  float* foreign = static_cast<float*>(const_cast<void*>(a.carrier()->data()));
+  foreign[a.offset()] = 7.0f;  // No fault.
+  EXPECT_EQ(ReadFile(path), before);
 }
 
 }  // namespace

@@ -182,6 +182,12 @@ TEST(ShardPlanTest, PartsViewsAndPadding) {
   EXPECT_EQ(PlanShards(Floats({12, 2}), 0, 3)->pad, 12);
   EXPECT_TRUE(IsValueError(PlanShards(ds, 2, 2).status()));
   EXPECT_TRUE(IsValueError(PlanShards(ds, 0, 0).status()));
+  // Each part is a view the plan holds: 2^40 of them asked for terabytes.
+  const Tensor wide = *BroadcastTo(Floats({1}), {int64_t{1} << 62});
+  const auto absurd = PlanShards(wide, 0, int64_t{1} << 40);
+  EXPECT_TRUE(IsResourceExhaustedError(absurd.status())) << absurd.status();
+  EXPECT_EQ(PlanShards(wide, 0, kMaxShardParts)->parts.size(),
+            static_cast<size_t>(kMaxShardParts));
 }
 
 }  // namespace
