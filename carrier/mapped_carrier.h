@@ -89,8 +89,8 @@ class MappedRegion {
 // never changes, and every write through it is refused before any effect. A
 // DLPack export (ops/dlpack.h) hands out the mapped address like any other:
 // the consumer must not write through it (a write that does changes this
-// process's copy only: NOTE [ Private writable mappings ]). Values at a file offset that is not a multiple of their
-// width are not aligned to it.
+// process's copy only: NOTE [ Private writable mappings ]). Values at a file
+// offset that is not a multiple of their width are not aligned to it.
 class MappedCarrier final : public Carrier {
  public:
   // Values from byte `byte_offset` of `region` on. Errors (ValueError naming

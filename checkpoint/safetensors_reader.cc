@@ -67,8 +67,8 @@ constexpr int kMessageDepth = 16;
 void AppendBounded(const Json& value, int depth, std::string* out) {
   if (out->size() > kMessageText) return;
   if (!value.is_structured()) {
-    absl::StrAppend(out, value.dump(-1, ' ', false,
-                                    Json::error_handler_t::replace));
+    absl::StrAppend(out,
+                    value.dump(-1, ' ', false, Json::error_handler_t::replace));
     return;
   }
   if (depth >= kMessageDepth) {
@@ -82,9 +82,10 @@ void AppendBounded(const Json& value, int depth, std::string* out) {
     if (!first) out->push_back(',');
     first = false;
     if (value.is_object()) {
-      absl::StrAppend(out, Json(it.key()).dump(-1, ' ', false,
-                                               Json::error_handler_t::replace),
-                      ":");
+      absl::StrAppend(
+          out,
+          Json(it.key()).dump(-1, ' ', false, Json::error_handler_t::replace),
+          ":");
     }
     AppendBounded(*it, depth + 1, out);
   }

@@ -729,7 +729,8 @@ TEST(WriteSafetensorsTest, WhatIsNotARegularFileIsNeverReplaced) {
   auto f = Zeros(*dtypes::Float32(), {2});
   ASSERT_TRUE(f.ok());
   // A directory, a device: refused, and left as they are.
-  for (const std::string& path : {::testing::TempDir(), std::string("/dev/null")}) {
+  for (const std::string& path :
+       {::testing::TempDir(), std::string("/dev/null")}) {
     const absl::Status status = WriteSafetensors(path, {{"a", *f}});
     EXPECT_TRUE(IsValueError(status)) << status;
     EXPECT_THAT(std::string(status.message()), HasSubstr("not a regular file"));
@@ -770,7 +771,8 @@ TEST(WriteSafetensorsTest, ABroadcastOfManyValuesIsWrittenInChunks) {
   const Tensor& w = *read->tensors[0].tensor;
   ASSERT_EQ(w.size(), n);
   const float* values = static_cast<const float*>(w.carrier()->data());
-  for (int64_t k : {int64_t{0}, (int64_t{1} << 22) - 1, int64_t{1} << 22, n - 1}) {
+  for (int64_t k :
+       {int64_t{0}, (int64_t{1} << 22) - 1, int64_t{1} << 22, n - 1}) {
     EXPECT_EQ(values[w.offset() + k], 1.5f) << k;
   }
 }

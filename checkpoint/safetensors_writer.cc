@@ -275,7 +275,6 @@ Json ShapeJson(absl::Span<const int64_t> shape) {
   return out;
 }
 
-
 // The file WriteSafetensors writes for `path`: the path itself, or where a
 // symbolic link at it leads (the link stays, its target gets the file). A path
 // that names something other than a regular file (a directory, a device, a
@@ -286,18 +285,17 @@ absl::StatusOr<std::string> WriteTarget(const std::string& path) {
   if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
     char* resolved = realpath(path.c_str(), nullptr);
     if (resolved == nullptr) {
-      return ValueErrorCat("WriteSafetensors: ", Quoted(path),
-                           " is a symbolic link that leads to no file: ",
-                           std::strerror(errno));
+      return ValueErrorCat(
+          "WriteSafetensors: ", Quoted(path),
+          " is a symbolic link that leads to no file: ", std::strerror(errno));
     }
     target = resolved;
     std::free(resolved);
   }
   if (stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
-    return ValueErrorCat("WriteSafetensors: ", Quoted(path),
-                         " is not a regular file",
-                         S_ISDIR(st.st_mode) ? " (a directory)" : "",
-                         "; it is not replaced");
+    return ValueErrorCat(
+        "WriteSafetensors: ", Quoted(path), " is not a regular file",
+        S_ISDIR(st.st_mode) ? " (a directory)" : "", "; it is not replaced");
   }
   return target;
 }

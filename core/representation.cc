@@ -40,9 +40,9 @@ std::string ClassText(const Carrier& carrier) {
   const char* mangled = typeid(carrier).name();
   int status = 0;
   char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string text = absl::StrCat(carrier.class_name(), " (",
-                                  demangled != nullptr ? demangled : mangled,
-                                  ")");
+  std::string text =
+      absl::StrCat(carrier.class_name(), " (",
+                   demangled != nullptr ? demangled : mangled, ")");
   std::free(demangled);
   return text;
 }

@@ -23,8 +23,9 @@ namespace strata {
 // carrier/mapped_carrier.h) exports as usual, DLPack 0.6 having no read-only
 // flag: the consumer must not write through `data` (a write that does lands
 // in the process's private copy of the page, never in the file: NOTE
-// [ Private writable mappings ]), and a FromDLPack of that export (Strata's own) gives a read-only external
-// carrier whose writes are refused as the mapped carrier's are.
+// [ Private writable mappings ]), and a FromDLPack of that export (Strata's
+// own) gives a read-only external carrier whose writes are refused as the
+// mapped carrier's are.
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor);
 
 // Imports a CPU tensor as a one-subtensor Tensor over an ExternalCarrier

@@ -75,8 +75,8 @@ BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8_tall, *dtypes::Int8(),
 BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_thin, *dtypes::BFloat16(),
                   16, kBytes / 32)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_tall,
-                  *dtypes::BFloat16(), kBytes / 32, 16)
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_tall, *dtypes::BFloat16(),
+                  kBytes / 32, 16)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, float32_thin, *dtypes::Float32(),
                   16, kBytes / 64)

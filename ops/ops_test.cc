@@ -282,8 +282,8 @@ TEST(OpsTest, RankZeroOperandsPromoteByCategory) {
   EXPECT_EQ(Add(*Zeros(*Int8(), {}), *Zeros(*Int64(), {}))->dtype().name(),
             "int64");
   // Still refused where the table refuses.
-  EXPECT_TRUE(IsTypeError(
-      Sub(*Zeros(*Bool(), {3}), *Zeros(*Bool(), {})).status()));
+  EXPECT_TRUE(
+      IsTypeError(Sub(*Zeros(*Bool(), {3}), *Zeros(*Bool(), {})).status()));
 }
 
 TEST(OpsTest, IntegerArithmeticWrapsAndHalfFloatsRound) {

@@ -32,8 +32,7 @@ std::string QualifiedName(py::handle object) {
 // only be refused by validation).
 class PythonCarrier final : public Carrier {
  public:
-  static std::shared_ptr<PythonCarrier> Create(const DType& dtype,
-                                               int64_t size,
+  static std::shared_ptr<PythonCarrier> Create(const DType& dtype, int64_t size,
                                                py::handle buffer) {
     const SimpleDType* simple = dtype.AsSimple();
     if (buffer.is_none()) {
@@ -70,10 +69,10 @@ class PythonCarrier final : public Carrier {
     if (view->len < bytes) {
       const int64_t length = view->len;
       PyBuffer_Release(view.get());
-      RaisePython(PyExc_ValueError,
-                  absl::StrCat("Carrier: buffer holds ", length,
-                               " bytes; ", size, " values of ", dtype.name(),
-                               " need ", bytes));
+      RaisePython(
+          PyExc_ValueError,
+          absl::StrCat("Carrier: buffer holds ", length, " bytes; ", size,
+                       " values of ", dtype.name(), " need ", bytes));
     }
     return std::shared_ptr<PythonCarrier>(
         new PythonCarrier(&dtype, size, std::move(view), read_only));
@@ -128,7 +127,7 @@ class PythonCarrier final : public Carrier {
     data_ = nullptr;
     if (owned_) owned_->Release();
     if (view_) {
-        if (PythonAlive()) {
+      if (PythonAlive()) {
         py::gil_scoped_acquire gil;
         PyBuffer_Release(view_.get());
       }
@@ -164,9 +163,9 @@ std::shared_ptr<Carrier> HolderAs(const py::detail::value_and_holder& v) {
 std::shared_ptr<Carrier> CarrierSelf(py::handle self) {
   std::shared_ptr<Carrier> carrier = CarrierArg(self);
   if (carrier == nullptr) {
-    RaisePython(PyExc_TypeError,
-                "self must be an initialized strata.Carrier, not " +
-                    TypeName(self));
+    RaisePython(
+        PyExc_TypeError,
+        "self must be an initialized strata.Carrier, not " + TypeName(self));
   }
   return carrier;
 }
@@ -227,9 +226,9 @@ void BindCarriers(py::module_& module) {
       "stores its values there, read-only where the buffer is. The exact "
       "class of a carrier is its Python class.")
       .def(py::init([](py::handle dtype, py::handle size, py::handle buffer) {
-             return std::static_pointer_cast<Carrier>(PythonCarrier::Create(
-                 ToDType(dtype, "Carrier: dtype"),
-                 ToInt64(size, "Carrier: size"), buffer));
+             return std::static_pointer_cast<Carrier>(
+                 PythonCarrier::Create(ToDType(dtype, "Carrier: dtype"),
+                                       ToInt64(size, "Carrier: size"), buffer));
            }),
            py::arg("dtype"), py::arg("size"), py::arg("buffer") = py::none())
       .def_property_readonly("dtype",
@@ -263,31 +262,31 @@ void BindCarriers(py::module_& module) {
       .def_property_readonly(
           "read_only",
           [](py::handle self) { return CarrierSelf(self)->read_only(); })
-      .def_property_readonly("class_name",
-                             [](py::handle self) {
-                               return std::string(
-                                   CarrierSelf(self)->class_name());
-                             })
-      .def("tobytes",
-           [](py::handle self) {
-             const std::shared_ptr<Carrier> held = CarrierSelf(self);
-             const Carrier& c = *held;
-             const SimpleDType* simple = c.dtype().AsSimple();
-             if (simple == nullptr || c.size() < 0 || c.data() == nullptr) {
-               RaisePython(PyExc_ValueError,
-                           "Carrier.tobytes: " + c.Describe() +
-                               " holds no host data");
-             }
-             const int64_t bytes = ValueOrRaise(StorageBytes(*simple, c.size()));
-             return py::bytes(static_cast<const char*>(c.data()),
-                              static_cast<size_t>(bytes));
-           },
-           "A copy of the stored bytes (packed little-endian, as dumps "
-           "hold them).")
+      .def_property_readonly(
+          "class_name",
+          [](py::handle self) {
+            return std::string(CarrierSelf(self)->class_name());
+          })
+      .def(
+          "tobytes",
+          [](py::handle self) {
+            const std::shared_ptr<Carrier> held = CarrierSelf(self);
+            const Carrier& c = *held;
+            const SimpleDType* simple = c.dtype().AsSimple();
+            if (simple == nullptr || c.size() < 0 || c.data() == nullptr) {
+              RaisePython(PyExc_ValueError, "Carrier.tobytes: " + c.Describe() +
+                                                " holds no host data");
+            }
+            const int64_t bytes = ValueOrRaise(StorageBytes(*simple, c.size()));
+            return py::bytes(static_cast<const char*>(c.data()),
+                             static_cast<size_t>(bytes));
+          },
+          "A copy of the stored bytes (packed little-endian, as dumps "
+          "hold them).")
       .def(
           "data_ptr",
           [](py::handle self) { return DataPointer(*CarrierSelf(self)); },
-           "The address of the stored bytes (0 without host data).")
+          "The address of the stored bytes (0 without host data).")
       .def("__repr__", [](py::handle self) {
         const std::shared_ptr<Carrier> held = CarrierSelf(self);
         const Carrier& c = *held;  // A Python class named.
@@ -320,10 +319,8 @@ void BindCarriers(py::module_& module) {
   py::class_<MappedCarrier, Carrier, std::shared_ptr<MappedCarrier>>(
       module, "MappedCarrier", py::is_final(),
       "A read-only mapping of a file region (a checkpoint's tensor data).")
-      .def_property_readonly("file",
-                             [](py::handle self) {
-                               return MappedSelf(self).file();
-                             })
+      .def_property_readonly(
+          "file", [](py::handle self) { return MappedSelf(self).file(); })
       .def_property_readonly("file_offset", [](py::handle self) {
         return MappedSelf(self).file_offset();
       });

@@ -22,9 +22,8 @@ void AppendIntTuple(py::handle object, absl::string_view what,
                     std::vector<IntTuple>* out) {
   if (PyTuple_Check(object.ptr()) || PyList_Check(object.ptr())) {
     if (depth >= kMaxIntTupleDepth) {
-      RaisePython(PyExc_ValueError,
-                  absl::StrCat(what, ": nesting deeper than ",
-                               kMaxIntTupleDepth, " levels"));
+      RaisePython(PyExc_ValueError, absl::StrCat(what, ": nesting deeper than ",
+                                                 kMaxIntTupleDepth, " levels"));
     }
     std::vector<IntTuple> elements;
     const py::sequence sequence = py::reinterpret_borrow<py::sequence>(object);
@@ -37,11 +36,10 @@ void AppendIntTuple(py::handle object, absl::string_view what,
     return;
   }
   if (!IsInteger(object)) {
-    RaisePython(PyExc_TypeError,
-                absl::StrCat(what,
-                             " must be an int or a nested tuple of ints, not ",
-                             TypeName(object), path.empty() ? "" : " at ",
-                             path));
+    RaisePython(
+        PyExc_TypeError,
+        absl::StrCat(what, " must be an int or a nested tuple of ints, not ",
+                     TypeName(object), path.empty() ? "" : " at ", path));
   }
   out->push_back(IntTuple(ToInt64(object, absl::StrCat(what, path))));
 }
@@ -63,8 +61,8 @@ int64_t ToInt64(py::handle object, absl::string_view what) {
     RaisePython(PyExc_TypeError, absl::StrCat(what, " must be an integer, not ",
                                               TypeName(object)));
   }
-  py::object index = py::reinterpret_steal<py::object>(
-      PyNumber_Index(object.ptr()));
+  py::object index =
+      py::reinterpret_steal<py::object>(PyNumber_Index(object.ptr()));
   if (!index) throw py::error_already_set();
   int overflow = 0;
   const long long value = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
@@ -141,9 +139,9 @@ Scalar ToScalar(py::handle object, absl::string_view what) {
     return Scalar::Bool(Truth(object));
   }
   if (IsInteger(object)) return Scalar::Int(ToInt64(object, what));
-  if (PyFloat_Check(o) || (Py_TYPE(o)->tp_as_number != nullptr &&
-                           Py_TYPE(o)->tp_as_number->nb_float != nullptr &&
-                           !PyComplex_Check(o))) {
+  if (PyFloat_Check(o) ||
+      (Py_TYPE(o)->tp_as_number != nullptr &&
+       Py_TYPE(o)->tp_as_number->nb_float != nullptr && !PyComplex_Check(o))) {
     const double value = PyFloat_AsDouble(o);
     if (value == -1.0 && PyErr_Occurred()) throw py::error_already_set();
     return Scalar::Float(value);

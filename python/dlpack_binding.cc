@@ -83,9 +83,8 @@ Tensor ImportDLPack(py::handle object) {
   } else if (py::hasattr(object, "__dlpack__")) {
     capsule = object.attr("__dlpack__")();
     if (!PyCapsule_CheckExact(capsule.ptr())) {
-      RaisePython(PyExc_TypeError,
-                  "from_dlpack: __dlpack__() returned " + TypeName(capsule) +
-                      ", not a capsule");
+      RaisePython(PyExc_TypeError, "from_dlpack: __dlpack__() returned " +
+                                       TypeName(capsule) + ", not a capsule");
     }
   } else {
     RaisePython(PyExc_TypeError,

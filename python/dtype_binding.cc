@@ -84,8 +84,9 @@ py::object ContextObject(const RepresentationValidationContext& context) {
   };
   thread_local Last* last = new Last();  // Never destroyed (errors.cc).
   if (last->address == &context && last->object != nullptr &&
-      py::handle(last->object).cast<const PythonContext&>().Describes(
-          context)) {
+      py::handle(last->object)
+          .cast<const PythonContext&>()
+          .Describes(context)) {
     return py::reinterpret_borrow<py::object>(last->object);
   }
   py::object object = py::cast(std::make_unique<PythonContext>(context));
@@ -274,15 +275,15 @@ CompoundDType* MakeCompound(py::handle name, py::handle simple_types,
   std::vector<const SimpleDType*> schema;
   const py::sequence types = py::reinterpret_borrow<py::sequence>(simple_types);
   for (size_t i = 0; i < types.size(); ++i) {
-    schema.push_back(
-        &ToSimple(types[i], absl::StrCat("CompoundDType: simple_types[", i,
-                                         "]")));
+    schema.push_back(&ToSimple(
+        types[i], absl::StrCat("CompoundDType: simple_types[", i, "]")));
   }
   std::vector<std::shared_ptr<const RepresentationRule>> rule_list;
   py::iterator items = py::iter(rules);
   for (size_t i = 0; items != py::iterator::sentinel(); ++items, ++i) {
     py::handle rule = *items;
-    if (const NativeRule* native = ExactValue<NativeRule>(rule, native_rule_type)) {
+    if (const NativeRule* native =
+            ExactValue<NativeRule>(rule, native_rule_type)) {
       rule_list.push_back(native->rule);
       continue;
     }
@@ -307,7 +308,8 @@ py::object DTypeObject(const DType* dtype) {
   // One object per descriptor, kept for the process as the descriptor is.
   static auto* objects = new std::unordered_map<const DType*, PyObject*>();
   auto it = objects->find(dtype);
-  if (it != objects->end()) return py::reinterpret_borrow<py::object>(it->second);
+  if (it != objects->end())
+    return py::reinterpret_borrow<py::object>(it->second);
   py::object object =
       py::cast(const_cast<DType*>(dtype), py::return_value_policy::reference);
   (*objects)[dtype] = py::object(object).release().ptr();
@@ -336,9 +338,9 @@ const DType& ToDType(py::handle object, absl::string_view what, bool names) {
     return *ValueOrRaise(
         DTypeRegistry::Global().Lookup(std::string(py::str(object))));
   }
-  RaisePython(PyExc_TypeError,
-              absl::StrCat(what, " must be a strata dtype", names ? " or its name" : "",
-                           ", not ", TypeName(object)));
+  RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata dtype",
+                                            names ? " or its name" : "",
+                                            ", not ", TypeName(object)));
 }
 
 void BindDTypes(py::module_& module) {
@@ -346,7 +348,8 @@ void BindDTypes(py::module_& module) {
       module.def_submodule("dtype", "The dtype namespace (strata.dtype).");
 
   auto context_self = [](py::handle self) -> const PythonContext& {
-    const PythonContext* context = ExactValue<PythonContext>(self, context_type);
+    const PythonContext* context =
+        ExactValue<PythonContext>(self, context_type);
     if (context == nullptr) {
       RaisePython(PyExc_TypeError,
                   "self must be a RepresentationValidationContext, not " +
@@ -358,26 +361,26 @@ void BindDTypes(py::module_& module) {
       dtype_module, "RepresentationValidationContext", py::is_final(),
       "The read-only description of a universally validated candidate "
       "representation that each representation rule receives.")
-      .def_property_readonly("logical_dtype",
-                             [=](py::handle self) {
-                               return DTypeObject(
-                                   &context_self(self).logical_dtype());
-                             })
-      .def_property_readonly("storage_dtypes",
-                             [=](py::handle self) {
-                               return SchemaTuple(
-                                   context_self(self).storage_dtypes());
-                             })
-      .def_property_readonly("placement_layouts",
-                             [=](py::handle self) {
-                               return LayoutTuple(
-                                   context_self(self).placement_layouts());
-                             })
-      .def_property_readonly("adjacent_layouts",
-                             [=](py::handle self) {
-                               return LayoutTuple(
-                                   context_self(self).adjacent_layouts());
-                             })
+      .def_property_readonly(
+          "logical_dtype",
+          [=](py::handle self) {
+            return DTypeObject(&context_self(self).logical_dtype());
+          })
+      .def_property_readonly(
+          "storage_dtypes",
+          [=](py::handle self) {
+            return SchemaTuple(context_self(self).storage_dtypes());
+          })
+      .def_property_readonly(
+          "placement_layouts",
+          [=](py::handle self) {
+            return LayoutTuple(context_self(self).placement_layouts());
+          })
+      .def_property_readonly(
+          "adjacent_layouts",
+          [=](py::handle self) {
+            return LayoutTuple(context_self(self).adjacent_layouts());
+          })
       .def_property_readonly("level_shapes", [=](py::handle self) {
         const PythonContext& c = context_self(self);
         py::tuple shapes(c.level_shapes().size());
@@ -404,10 +407,9 @@ void BindDTypes(py::module_& module) {
   py::class_<NativeRule>(dtype_module, "Rule", py::is_final(),
                          "A representation rule written in C++ (a built-in "
                          "format's); it may be given to a CompoundDType.")
-      .def_property_readonly("name",
-                             [=](py::handle self) {
-                               return std::string(rule_self(self).name());
-                             })
+      .def_property_readonly(
+          "name",
+          [=](py::handle self) { return std::string(rule_self(self).name()); })
       .def(
           "validate",
           [=](py::handle self, py::handle context) {
@@ -440,21 +442,23 @@ void BindDTypes(py::module_& module) {
           "name", [](py::handle self) { return DTypeSelf(self).name(); })
       .def_property_readonly(
           "kind", [](py::handle self) { return KindName(DTypeSelf(self)); })
-      .def_property_readonly("storage_schema",
-                             [](py::handle self) {
-                               return SchemaTuple(
-                                   DTypeSelf(self).storage_schema());
-                             })
+      .def_property_readonly(
+          "storage_schema",
+          [](py::handle self) {
+            return SchemaTuple(DTypeSelf(self).storage_schema());
+          })
       .def("__str__", [](py::handle self) { return DTypeSelf(self).name(); })
       // Descriptors are process-lifetime singletons compared by identity:
       // a copy is the descriptor itself, and a registered one pickles by
       // its name.
-      .def("__copy__", [](py::handle self) {
-        return py::reinterpret_borrow<py::object>(self);
-      })
-      .def("__deepcopy__", [](py::handle self, py::handle) {
-        return py::reinterpret_borrow<py::object>(self);
-      })
+      .def("__copy__",
+           [](py::handle self) {
+             return py::reinterpret_borrow<py::object>(self);
+           })
+      .def("__deepcopy__",
+           [](py::handle self, py::handle) {
+             return py::reinterpret_borrow<py::object>(self);
+           })
       .def("__reduce__",
            [](py::handle self) -> py::object {
              const DType& d = DTypeSelf(self);
@@ -471,11 +475,11 @@ void BindDTypes(py::module_& module) {
       .def("__repr__", [](py::handle self) {
         const DType& d = DTypeSelf(self);
         if (IsRegistered(d)) return absl::StrCat("strata.dtype.", d.name());
-        return absl::StrCat("<strata.dtype.", d.kind() == DType::Kind::kSimple
-                                                  ? "SimpleDType"
-                                                  : d.kind() == DType::Kind::kCompound
-                                                        ? "CompoundDType"
-                                                        : "DTypeCategory",
+        return absl::StrCat("<strata.dtype.",
+                            d.kind() == DType::Kind::kSimple ? "SimpleDType"
+                            : d.kind() == DType::Kind::kCompound
+                                ? "CompoundDType"
+                                : "DTypeCategory",
                             " '", d.name(), "'>");
       });
 
@@ -486,9 +490,9 @@ void BindDTypes(py::module_& module) {
                        py::handle numeric_class, py::handle is_signed,
                        py::handle exponent_bits, py::handle mantissa_bits) {
              if (!PyUnicode_Check(name.ptr())) {
-               RaisePython(PyExc_TypeError,
-                           "SimpleDType: name must be a str, not " +
-                               TypeName(name));
+               RaisePython(
+                   PyExc_TypeError,
+                   "SimpleDType: name must be a str, not " + TypeName(name));
              }
              SimpleDType::Spec spec;
              spec.name = std::string(py::str(name));
@@ -533,11 +537,11 @@ void BindDTypes(py::module_& module) {
       "validation.")
       .def(py::init(&MakeCompound), py::arg("name"), py::arg("simple_types"),
            py::arg("rules") = py::tuple())
-      .def_property_readonly("simple_types",
-                             [](py::handle self) {
-                               return SchemaTuple(
-                                   CompoundSelf(self).simple_types());
-                             })
+      .def_property_readonly(
+          "simple_types",
+          [](py::handle self) {
+            return SchemaTuple(CompoundSelf(self).simple_types());
+          })
       .def_property_readonly("rules", [](py::handle self) {
         const CompoundDType& d = CompoundSelf(self);
         py::tuple rules(d.rules().size());
@@ -554,9 +558,9 @@ void BindDTypes(py::module_& module) {
       "storage schema.")
       .def(py::init([](py::handle name, py::handle contains) {
              if (!PyUnicode_Check(name.ptr())) {
-               RaisePython(PyExc_TypeError,
-                           "DTypeCategory: name must be a str, not " +
-                               TypeName(name));
+               RaisePython(
+                   PyExc_TypeError,
+                   "DTypeCategory: name must be a str, not " + TypeName(name));
              }
              if (!PyCallable_Check(contains.ptr())) {
                RaisePython(PyExc_TypeError,
@@ -588,9 +592,9 @@ void BindDTypes(py::module_& module) {
             const DType& category = DTypeSelf(self);
             const DTypeCategory* c = category.AsCategory();
             if (c == nullptr) {
-              RaisePython(PyExc_TypeError,
-                          "self must be a DTypeCategory, not " +
-                              category.name());
+              RaisePython(
+                  PyExc_TypeError,
+                  "self must be a DTypeCategory, not " + category.name());
             }
             const DType& d = ToDType(dtype, "DTypeCategory.contains: dtype");
             auto it = PythonPredicates().find(c);
@@ -636,17 +640,20 @@ void BindDTypes(py::module_& module) {
          py::handle blocks, py::handle other_modes, py::handle ragged,
          py::handle chosen_mode) {
         if (!PyUnicode_Check(name.ptr())) {
-          RaisePython(PyExc_TypeError,
-                      "block_scaled: name must be a str, not " + TypeName(name));
+          RaisePython(
+              PyExc_TypeError,
+              "block_scaled: name must be a str, not " + TypeName(name));
         }
         std::vector<const SimpleDType*> scale_types;
-        const py::sequence sequence = py::reinterpret_borrow<py::sequence>(scales);
+        const py::sequence sequence =
+            py::reinterpret_borrow<py::sequence>(scales);
         for (size_t i = 0; i < sequence.size(); ++i) {
           scale_types.push_back(&ToSimple(
               sequence[i], absl::StrCat("block_scaled: scales[", i, "]")));
         }
         BlockScaling scaling;
-        const py::sequence block_list = py::reinterpret_borrow<py::sequence>(blocks);
+        const py::sequence block_list =
+            py::reinterpret_borrow<py::sequence>(blocks);
         for (size_t i = 0; i < block_list.size(); ++i) {
           py::handle b = block_list[i];
           scaling.blocks.push_back(
@@ -658,14 +665,15 @@ void BindDTypes(py::module_& module) {
             std::string(py::str(other_modes)) == "whole") {
           scaling.other_modes = kWholeMode;
         } else {
-          scaling.other_modes = ToInt64(other_modes, "block_scaled: other_modes");
+          scaling.other_modes =
+              ToInt64(other_modes, "block_scaled: other_modes");
         }
         scaling.ragged = Truth(ragged);
         scaling.chosen_mode = Truth(chosen_mode);
-        return DTypeObject(ValueOrRaise(MakeBlockScaledDType(
-            std::string(py::str(name)),
-            &ToSimple(element, "block_scaled: element"), std::move(scale_types),
-            std::move(scaling))));
+        return DTypeObject(ValueOrRaise(
+            MakeBlockScaledDType(std::string(py::str(name)),
+                                 &ToSimple(element, "block_scaled: element"),
+                                 std::move(scale_types), std::move(scaling))));
       },
       py::arg("name"), py::arg("element"), py::arg("scales"), py::arg("blocks"),
       py::arg("other_modes") = 1, py::arg("ragged") = false,

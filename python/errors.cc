@@ -1,11 +1,12 @@
 // Strata's error kinds as Python's exceptions (python.md, "Errors").
+#include "core/errors.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "python/binding.h"
 
 namespace strata {
@@ -134,12 +135,11 @@ py::object ExceptionObject(const absl::Status& status) {
 
 void RefusePickling(py::handle cls, const char* what, const char* instead) {
   const std::string message = absl::StrCat(what, " does not pickle; ", instead);
-  py::setattr(cls, "__reduce__",
-              py::cpp_function(
-                  [message](py::handle) {
-                    RaisePython(PyExc_TypeError, message);
-                  },
-                  py::is_method(cls)));
+  py::setattr(
+      cls, "__reduce__",
+      py::cpp_function(
+          [message](py::handle) { RaisePython(PyExc_TypeError, message); },
+          py::is_method(cls)));
 }
 
 absl::Status PythonErrorStatus(py::error_already_set& error,
@@ -148,10 +148,10 @@ absl::Status PythonErrorStatus(py::error_already_set& error,
   const bool type_error =
       PyObject_IsInstance(exception.ptr(), PyExc_TypeError) == 1;
   std::string text = py::str(exception);
-  absl::Status status = MakeError(
-      type_error ? ErrorKind::kTypeError : ErrorKind::kValueError,
-      absl::StrCat(context, ": ", Py_TYPE(exception.ptr())->tp_name,
-                   text.empty() ? "" : ": ", text));
+  absl::Status status =
+      MakeError(type_error ? ErrorKind::kTypeError : ErrorKind::kValueError,
+                absl::StrCat(context, ": ", Py_TYPE(exception.ptr())->tp_name,
+                             text.empty() ? "" : ": ", text));
   status.SetPayload(kPythonExceptionPayload,
                     absl::Cord(absl::StrCat(Keep(std::move(exception)))));
   return status;

@@ -90,21 +90,22 @@ SubtensorCandidate ToCandidate(py::handle object, size_t i) {
   SubtensorCandidate candidate;
   candidate.storage_dtype = ToDTypeOrNull(fields[0]);
   if (candidate.storage_dtype == nullptr) {
-    RaisePython(PyExc_TypeError,
-                absl::StrCat("subtensor ", i, ": storage dtype is not a "
-                             "strata dtype: ",
-                             TypeName(fields[0])));
+    RaisePython(PyExc_TypeError, absl::StrCat("subtensor ", i,
+                                              ": storage dtype is not a "
+                                              "strata dtype: ",
+                                              TypeName(fields[0])));
   }
   candidate.carrier = CarrierArg(fields[1]);
   if (!IsInteger(fields[2])) {
-    RaisePython(PyExc_TypeError,
-                absl::StrCat("subtensor ", i,
-                             ": offset must be an integer, not ",
-                             TypeName(fields[2])));
+    RaisePython(
+        PyExc_TypeError,
+        absl::StrCat("subtensor ", i, ": offset must be an integer, not ",
+                     TypeName(fields[2])));
   }
-  candidate.offset = ToInt64(fields[2], absl::StrCat("subtensor ", i, ": offset"));
-  candidate.placement = ToLayoutOrStatus(
-      fields[3], absl::StrCat("subtensor ", i, ": placement"));
+  candidate.offset =
+      ToInt64(fields[2], absl::StrCat("subtensor ", i, ": offset"));
+  candidate.placement =
+      ToLayoutOrStatus(fields[3], absl::StrCat("subtensor ", i, ": placement"));
   return candidate;
 }
 
@@ -180,8 +181,8 @@ void BindInterop(py::module_& module) {
   module.def(
       "_read_checkpoint",
       [](py::handle path) {
-        Checkpoint file = ValueOrRaise(
-            ReadCheckpoint(ToPath(path, "read_checkpoint: path")));
+        Checkpoint file =
+            ValueOrRaise(ReadCheckpoint(ToPath(path, "read_checkpoint: path")));
         py::dict tensors;
         for (const CheckpointTensor& entry : file.tensors) {
           tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
@@ -231,9 +232,8 @@ void BindInterop(py::module_& module) {
         }
         std::vector<const Tensor*> written;
         for (const auto& entry : entries) written.push_back(&entry.second);
-        ThrowIfError(WithoutGil(written, [&] {
-          return WriteSafetensors(file, entries, pairs);
-        }));
+        ThrowIfError(WithoutGil(
+            written, [&] { return WriteSafetensors(file, entries, pairs); }));
       },
       py::arg("path"), py::arg("tensors"), py::arg("metadata") = py::none(),
       "Writes Tensors (a dict name -> Tensor, in its order) as a safetensors "
@@ -254,11 +254,11 @@ void BindInterop(py::module_& module) {
       "plan_shards",
       [](py::handle tensor, py::handle dim, py::handle parts) {
         const Tensor& t = ToTensor(tensor, "plan_shards: t");
-        const ShardPlan plan = ValueOrRaise(PlanShards(
-            t,
-            NormalizeDim(ToInt64(dim, "plan_shards: dim"),
-                         static_cast<int64_t>(t.shape().size())),
-            ToInt64(parts, "plan_shards: parts")));
+        const ShardPlan plan = ValueOrRaise(
+            PlanShards(t,
+                       NormalizeDim(ToInt64(dim, "plan_shards: dim"),
+                                    static_cast<int64_t>(t.shape().size())),
+                       ToInt64(parts, "plan_shards: parts")));
         py::list views;
         for (const ShardPart& part : plan.parts) {
           py::object view = TensorOrException(part.view);
@@ -284,8 +284,7 @@ void BindInterop(py::module_& module) {
       [](py::handle tensor, bool include_data) {
         DumpOptions options;
         options.include_data = include_data;
-        return ToText(
-            ToProto(ToTensor(tensor, "dump: t"), options));
+        return ToText(ToProto(ToTensor(tensor, "dump: t"), options));
       },
       py::arg("t"), py::arg("include_data") = false,
       "The representation as protobuf text (representation-cli.md).");
@@ -296,9 +295,10 @@ void BindInterop(py::module_& module) {
           RaisePython(PyExc_TypeError,
                       "replay: the text must be a str, not " + TypeName(text));
         }
-        const std::string input = PyBytes_Check(text.ptr())
-                                      ? std::string(py::reinterpret_borrow<py::bytes>(text))
-                                      : std::string(py::str(text));
+        const std::string input =
+            PyBytes_Check(text.ptr())
+                ? std::string(py::reinterpret_borrow<py::bytes>(text))
+                : std::string(py::str(text));
         return ValueOrRaise(Replay(ValueOrRaise(ParseText(input))));
       },
       py::arg("text"), "The Tensor a dump describes, validated anew.");
@@ -314,8 +314,8 @@ void BindInterop(py::module_& module) {
         const DType& logical =
             ToDType(logical_dtype, "create_representation: logical_dtype");
         std::vector<SubtensorCandidate> candidates;
-        const py::sequence levels = py::reinterpret_borrow<py::sequence>(
-            subtensors);
+        const py::sequence levels =
+            py::reinterpret_borrow<py::sequence>(subtensors);
         for (size_t i = 0; i < levels.size(); ++i) {
           candidates.push_back(ToCandidate(levels[i], i));
         }
@@ -323,8 +323,8 @@ void BindInterop(py::module_& module) {
         const py::sequence maps =
             py::reinterpret_borrow<py::sequence>(adjacent_layouts);
         for (size_t i = 0; i < maps.size(); ++i) {
-          adjacent.push_back(ToLayoutOrStatus(
-              maps[i], absl::StrCat("adjacent level ", i)));
+          adjacent.push_back(
+              ToLayoutOrStatus(maps[i], absl::StrCat("adjacent level ", i)));
         }
         return MakeTensor(ValueOrRaise(Representation::Create(
             &logical, std::move(candidates), std::move(adjacent))));

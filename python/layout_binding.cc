@@ -57,8 +57,9 @@ absl::StatusOr<Layout> ToLayoutOrStatus(py::handle object,
 const Layout& ToLayout(py::handle object, absl::string_view what) {
   const Layout* layout = ExactValue<Layout>(object, layout_type);
   if (layout == nullptr) {
-    RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata.Layout, not ",
-                                              TypeName(object)));
+    RaisePython(
+        PyExc_TypeError,
+        absl::StrCat(what, " must be a strata.Layout, not ", TypeName(object)));
   }
   return *layout;
 }
@@ -102,12 +103,16 @@ void BindLayout(py::module_& module) {
                 Layout::ColumnMajor(ToIntTuple(shape, "Layout shape")));
           },
           py::arg("shape"), "The compact layout, first leaf fastest (CuTe's).")
-      .def_property_readonly(
-          "shape", [](py::handle self) {
-             const Layout& l = LayoutSelf(self); return FromIntTuple(l.shape()); })
-      .def_property_readonly(
-          "stride", [](py::handle self) {
-             const Layout& l = LayoutSelf(self); return FromIntTuple(l.stride()); })
+      .def_property_readonly("shape",
+                             [](py::handle self) {
+                               const Layout& l = LayoutSelf(self);
+                               return FromIntTuple(l.shape());
+                             })
+      .def_property_readonly("stride",
+                             [](py::handle self) {
+                               const Layout& l = LayoutSelf(self);
+                               return FromIntTuple(l.stride());
+                             })
       .def_property_readonly(
           "size", [](py::handle self) { return LayoutSelf(self).size(); })
       .def_property_readonly(
@@ -119,7 +124,7 @@ void BindLayout(py::module_& module) {
       .def(
           "mode",
           [](py::handle self, py::handle i) {
-             const Layout& l = LayoutSelf(self);
+            const Layout& l = LayoutSelf(self);
             const int64_t mode = ToInt64(i, "Layout.mode: i");
             if (mode < 0 || mode >= l.rank()) {
               RaisePython(PyExc_ValueError,
@@ -133,7 +138,7 @@ void BindLayout(py::module_& module) {
       .def(
           "__call__",
           [](py::handle self, py::handle coord) {
-             const Layout& l = LayoutSelf(self);
+            const Layout& l = LayoutSelf(self);
             return ValueOrRaise(l.Crd2Idx(ToIntTuple(coord, "coordinate")));
           },
           py::arg("coord"),
@@ -161,9 +166,9 @@ void BindLayout(py::module_& module) {
                                             FromIntTuple(l.stride())));
            })
       .def("__reduce__", [](py::handle self) {
-        return py::make_tuple(py::type::of(self),
-                              py::make_tuple(self.attr("shape"),
-                                             self.attr("stride")));
+        return py::make_tuple(
+            py::type::of(self),
+            py::make_tuple(self.attr("shape"), self.attr("stride")));
       });
   layout_info = py::detail::get_type_info(typeid(Layout));
   layout_type = layout_info->type;
@@ -212,7 +217,9 @@ void BindLayout(py::module_& module) {
       [](py::handle a, py::handle b) {
         return WithLayoutOrTiler(
             a, b, "logical_divide",
-            [](const Layout& x, const Layout& y) { return LogicalDivide(x, y); },
+            [](const Layout& x, const Layout& y) {
+              return LogicalDivide(x, y);
+            },
             [](const Layout& x, absl::Span<const Layout> t) {
               return LogicalDivide(x, t);
             });

@@ -91,13 +91,13 @@ std::optional<Tensor> Operand(const Tensor& self, py::handle other,
 // The one value of a Tensor of one element, as Python reads it.
 py::object Item(const Tensor& t, const char* what) {
   if (t.size() != 1) {
-    RaisePython(PyExc_ValueError,
-                absl::StrCat(what, ": a Tensor of ", t.size(),
-                             " values has no single value"));
+    RaisePython(PyExc_ValueError, absl::StrCat(what, ": a Tensor of ", t.size(),
+                                               " values has no single value"));
   }
   const std::vector<int64_t> shape = t.shape();
   std::vector<IntTuple> zeros(shape.size(), IntTuple(0));
-  const IntTuple coord = shape.size() == 1 ? IntTuple(0) : IntTuple::Tuple(zeros);
+  const IntTuple coord =
+      shape.size() == 1 ? IntTuple(0) : IntTuple::Tuple(zeros);
   return FromScalar(ValueOrRaise(GetItem(t, coord)));
 }
 
@@ -213,8 +213,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
       }
       if (step <= 0) {
         RaisePython(PyExc_ValueError,
-                    absl::StrCat("Tensor index: step ", step,
-                                 " of dim ", dim,
+                    absl::StrCat("Tensor index: step ", step, " of dim ", dim,
                                  ": a view slices with a positive step"));
       }
       PySlice_AdjustIndices(shape[dim], &start, &stop, step);
@@ -250,7 +249,8 @@ void SetItemPy(const Tensor& t, py::handle key, py::handle value) {
   if (ExactValue<Tensor>(value, tensor_type) != nullptr ||
       py::hasattr(value, "__dlpack__")) {
     const Tensor source = ToTensorOrImport(value, "Tensor item value");
-    ThrowIfError(WithoutGil({&view, &source}, [&] { return CopyFrom(view, source); }));
+    ThrowIfError(
+        WithoutGil({&view, &source}, [&] { return CopyFrom(view, source); }));
     return;
   }
   const Scalar scalar = ToScalar(value, "Tensor item value");
@@ -274,8 +274,7 @@ py::tuple SubtensorsOf(const Tensor& t) {
   for (int i = 0; i < rep.num_levels(); ++i) {
     const Subtensor& s = rep.subtensor(i);
     result[i] = py::make_tuple(DTypeObject(s.storage_dtype),
-                               CarrierObject(s.carrier), s.offset,
-                               s.placement);
+                               CarrierObject(s.carrier), s.offset, s.placement);
   }
   return result;
 }
@@ -360,8 +359,9 @@ py::object TensorObject(Tensor tensor) {
 const Tensor& ToTensor(py::handle object, absl::string_view what) {
   const Tensor* tensor = ExactValue<Tensor>(object, tensor_type);
   if (tensor == nullptr) {
-    RaisePython(PyExc_TypeError, absl::StrCat(what, " must be a strata.Tensor, not ",
-                                              TypeName(object)));
+    RaisePython(
+        PyExc_TypeError,
+        absl::StrCat(what, " must be a strata.Tensor, not ", TypeName(object)));
   }
   return *tensor;
 }
@@ -371,9 +371,10 @@ Tensor ToTensorOrImport(py::handle object, absl::string_view what) {
     return *tensor;
   }
   if (py::hasattr(object, "__dlpack__")) return ImportDLPack(object);
-  RaisePython(PyExc_TypeError,
-              absl::StrCat(what, " must be a strata.Tensor or support DLPack, not ",
-                           TypeName(object)));
+  RaisePython(
+      PyExc_TypeError,
+      absl::StrCat(what, " must be a strata.Tensor or support DLPack, not ",
+                   TypeName(object)));
 }
 
 void BindTensor(py::module_& module) {
@@ -395,25 +396,32 @@ void BindTensor(py::module_& module) {
            }),
            py::arg("carrier"), py::arg("offset"), py::arg("layout"))
       // The spec's queries: properties and methods as it writes them.
-      .def_property_readonly(
-          "carrier", [](py::handle self) {
-             const Tensor& t = Self(self); return CarrierObject(t.carrier()); })
+      .def_property_readonly("carrier",
+                             [](py::handle self) {
+                               const Tensor& t = Self(self);
+                               return CarrierObject(t.carrier());
+                             })
       .def_property_readonly(
           "offset", [](py::handle self) { return Self(self).offset(); })
       .def_property_readonly(
           "layout",
           [](py::handle self) { return LayoutObject(Self(self).layout()); })
-      .def("dtype", [](py::handle self) {
-             const Tensor& t = Self(self); return DTypeObject(&t.dtype()); })
+      .def("dtype",
+           [](py::handle self) {
+             const Tensor& t = Self(self);
+             return DTypeObject(&t.dtype());
+           })
       .def(
           "size", [](py::handle self) { return Self(self).size(); },
-           "The number of logical coordinates of subtensor 0's placement.")
+          "The number of logical coordinates of subtensor 0's placement.")
       .def("carrier_type",
            [](py::handle self) {
-             const Tensor& t = Self(self); return CarrierClassObject(t.carrier()); })
+             const Tensor& t = Self(self);
+             return CarrierClassObject(t.carrier());
+           })
       .def_property_readonly("shape",
                              [](py::handle self) {
-             const Tensor& t = Self(self);
+                               const Tensor& t = Self(self);
                                const std::vector<int64_t> shape = t.shape();
                                py::tuple result(shape.size());
                                for (size_t i = 0; i < shape.size(); ++i) {
@@ -433,41 +441,43 @@ void BindTensor(py::module_& module) {
       .def_property_readonly(
           "adjacent_layouts",
           [](py::handle self) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             const auto adjacent =
                 TensorAccess::representation(t).adjacent_layouts();
             return py::tuple(py::cast(
                 std::vector<Layout>(adjacent.begin(), adjacent.end())));
           })
-      .def("mutation_snapshot",
-           [](py::handle self) {
-             const Tensor& t = Self(self);
-             const Representation& rep = TensorAccess::representation(t);
-             py::list result;
-             for (const CarrierVersion& entry : t.Snapshot()) {
-               for (const Subtensor& s : rep.subtensors()) {
-                 if (s.carrier.get() == entry.carrier) {
-                   result.append(
-                       py::make_tuple(CarrierObject(s.carrier), entry.version));
-                   break;
-                 }
-               }
-             }
-             return result;
-           },
-           "[(carrier, version), ...]: each distinct carrier once, in order "
-           "of first use.")
-      .def("data_ptr",
-           [](py::handle self) -> uintptr_t {
-             const Tensor& t = Self(self);
-             const void* data = t.carrier()->data();
-             const SimpleDType* d = t.carrier()->dtype().AsSimple();
-             if (data == nullptr || d == nullptr) return 0;
-             return reinterpret_cast<uintptr_t>(data) +
-                    static_cast<uintptr_t>(t.offset() * d->bits() / 8);
-           },
-           "The address of subtensor 0's element at the offset (0 without "
-           "host data).")
+      .def(
+          "mutation_snapshot",
+          [](py::handle self) {
+            const Tensor& t = Self(self);
+            const Representation& rep = TensorAccess::representation(t);
+            py::list result;
+            for (const CarrierVersion& entry : t.Snapshot()) {
+              for (const Subtensor& s : rep.subtensors()) {
+                if (s.carrier.get() == entry.carrier) {
+                  result.append(
+                      py::make_tuple(CarrierObject(s.carrier), entry.version));
+                  break;
+                }
+              }
+            }
+            return result;
+          },
+          "[(carrier, version), ...]: each distinct carrier once, in order "
+          "of first use.")
+      .def(
+          "data_ptr",
+          [](py::handle self) -> uintptr_t {
+            const Tensor& t = Self(self);
+            const void* data = t.carrier()->data();
+            const SimpleDType* d = t.carrier()->dtype().AsSimple();
+            if (data == nullptr || d == nullptr) return 0;
+            return reinterpret_cast<uintptr_t>(data) +
+                   static_cast<uintptr_t>(t.offset() * d->bits() / 8);
+          },
+          "The address of subtensor 0's element at the offset (0 without "
+          "host data).")
       // The eight views.
       .def("permute",
            [](py::handle self, py::args dims) {
@@ -479,9 +489,9 @@ void BindTensor(py::module_& module) {
            })
       .def(
           "slice",
-          [](py::handle self, py::handle dim, py::handle start,
-             py::handle stop, py::handle step) {
-             const Tensor& t = Self(self);
+          [](py::handle self, py::handle dim, py::handle start, py::handle stop,
+             py::handle step) {
+            const Tensor& t = Self(self);
             return Call(Slice(
                 t, NormalizeDim(ToInt64(dim, "slice: dim"), Rank(t)),
                 ToInt64(start, "slice: start"), ToInt64(stop, "slice: stop"),
@@ -498,7 +508,7 @@ void BindTensor(py::module_& module) {
       .def(
           "as_strided",
           [](py::handle self, py::handle layout, py::handle offset) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             return Call(AsStrided(t, ToLayout(layout, "as_strided: layout"),
                                   ToInt64(offset, "as_strided: offset")));
           },
@@ -512,7 +522,7 @@ void BindTensor(py::module_& module) {
       .def(
           "broadcast_in_dim",
           [](py::handle self, py::handle shape, py::handle dims) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             return Call(BroadcastInDim(
                 t, ToInt64Vector(shape, "broadcast_in_dim: shape"),
                 ToInt64Vector(dims, "broadcast_in_dim: dims")));
@@ -521,7 +531,7 @@ void BindTensor(py::module_& module) {
       .def(
           "squeeze",
           [](py::handle self, py::handle dim) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             if (dim.is_none()) return Call(Squeeze(t));
             return Call(Squeeze(
                 t, NormalizeDim(ToInt64(dim, "squeeze: dim"), Rank(t))));
@@ -530,7 +540,7 @@ void BindTensor(py::module_& module) {
       .def(
           "unsqueeze",
           [](py::handle self, py::handle dim) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             return Call(Unsqueeze(
                 t, NormalizeDim(ToInt64(dim, "unsqueeze: dim"), Rank(t), 1)));
           },
@@ -548,13 +558,10 @@ void BindTensor(py::module_& module) {
           "item", [](py::handle self) { return Item(Self(self), "item"); },
           "The value of a Tensor of one element.")
       .def("__bool__",
-           [](py::handle self) {
-             return Truth(Item(Self(self), "bool"));
-           })
-      .def("__float__",
-           [](py::handle self) {
-             return py::float_(Item(Self(self), "float"));
-           })
+           [](py::handle self) { return Truth(Item(Self(self), "bool")); })
+      .def(
+          "__float__",
+          [](py::handle self) { return py::float_(Item(Self(self), "float")); })
       .def("__int__",
            [](py::handle self) { return py::int_(Item(Self(self), "int")); })
       .def("__len__",
@@ -616,12 +623,12 @@ void BindTensor(py::module_& module) {
       .def(
           "sum",
           [](py::handle self, py::handle dim) {
-             const Tensor& t = Self(self);
-            if (dim.is_none()) return Call(WithoutGil({&t}, [&] { return Sum(t); }));
+            const Tensor& t = Self(self);
+            if (dim.is_none())
+              return Call(WithoutGil({&t}, [&] { return Sum(t); }));
             std::vector<int64_t> dims =
-                IsInteger(dim)
-                    ? std::vector<int64_t>{ToInt64(dim, "sum: dim")}
-                    : ToInt64Vector(dim, "sum: dim");
+                IsInteger(dim) ? std::vector<int64_t>{ToInt64(dim, "sum: dim")}
+                               : ToInt64Vector(dim, "sum: dim");
             const int64_t rank = Rank(t);
             for (int64_t& d : dims) d = NormalizeDim(d, rank);
             return Call(WithoutGil({&t}, [&] { return Sum(t, dims); }));
@@ -642,14 +649,14 @@ void BindTensor(py::module_& module) {
       .def(
           "cast",
           [](py::handle self, py::handle dtype) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             const DType& target = ToDType(dtype, "cast: dtype", true);
             if (target.AsSimple() == nullptr) {
-              RaisePython(PyExc_TypeError,
-                          absl::StrCat("cast: the target must be a simple "
-                                       "dtype; ",
-                                       target.name(), " is ",
-                                       target.kind_name()));
+              RaisePython(
+                  PyExc_TypeError,
+                  absl::StrCat("cast: the target must be a simple "
+                               "dtype; ",
+                               target.name(), " is ", target.kind_name()));
             }
             return Call(
                 WithoutGil({&t}, [&] { return Cast(t, *target.AsSimple()); }));
@@ -658,7 +665,7 @@ void BindTensor(py::module_& module) {
       .def(
           "fill",
           [](py::handle self, py::handle value) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             const Scalar scalar = ToScalar(value, "fill: value");
             ThrowIfError(WithoutGil({&t}, [&] { return Fill(t, scalar); }));
           },
@@ -666,25 +673,25 @@ void BindTensor(py::module_& module) {
       .def(
           "copy_from",
           [](py::handle self, py::handle other) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             const Tensor source = ToTensorOrImport(other, "copy_from: other");
-            ThrowIfError(WithoutGil({&t, &source}, [&] { return CopyFrom(t, source); }));
+            ThrowIfError(
+                WithoutGil({&t, &source}, [&] { return CopyFrom(t, source); }));
           },
           py::arg("other"))
       .def(
           "is_contiguous",
           [](py::handle self) { return IsCompactRowMajor(Self(self)); },
-           "Whether the values sit at consecutive carrier indices in "
-           "row-major order.")
+          "Whether the values sit at consecutive carrier indices in "
+          "row-major order.")
       // DLPack.
       .def(
           "__dlpack__",
           [](py::handle self, py::handle stream, py::handle max_version) {
-             const Tensor& t = Self(self);
+            const Tensor& t = Self(self);
             return ExportDLPack(t, stream, max_version);
           },
-          py::arg("stream") = py::none(),
-          py::arg("max_version") = py::none())
+          py::arg("stream") = py::none(), py::arg("max_version") = py::none())
       .def("__dlpack_device__",
            [](py::handle self) {
              Self(self);
@@ -696,8 +703,8 @@ void BindTensor(py::module_& module) {
   tensor_type = tensor_info->type;
   // numpy leaves `array + tensor` to Tensor.__radd__ (which imports the
   // array), rather than iterating the Tensor into an object array.
-  py::handle(reinterpret_cast<PyObject*>(tensor_type))
-      .attr("__array_ufunc__") = py::none();
+  py::handle(reinterpret_cast<PyObject*>(tensor_type)).attr("__array_ufunc__") =
+      py::none();
   RefusePickling(reinterpret_cast<PyObject*>(tensor_type), "strata.Tensor",
                  "strata.dump(t, include_data=True) and strata.replay(text) "
                  "carry a Tensor as text");
@@ -712,8 +719,9 @@ void BindTensor(py::module_& module) {
                                    " is ", d.kind_name()));
         }
         const std::vector<int64_t> extents =
-            IsInteger(shape) ? std::vector<int64_t>{ToInt64(shape, "zeros: shape")}
-                             : ToInt64Vector(shape, "zeros: shape");
+            IsInteger(shape)
+                ? std::vector<int64_t>{ToInt64(shape, "zeros: shape")}
+                : ToInt64Vector(shape, "zeros: shape");
         return Call(Zeros(*d.AsSimple(), extents));
       },
       py::arg("shape"), py::arg("dtype"),

@@ -346,29 +346,22 @@ struct Tile2 {  // 32x32 of 2 bytes.
 // each 128-bit lane, the bytes grouped by position mod 4, then the 32-bit
 // groups gathered so that 128-bit lane k holds the bytes of position k. Both
 // permutations are 4x4 transposes, so each is its own inverse.
+constexpr uint8_t kBytesByPosition[64] = {
+    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
+    0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
+constexpr uint32_t kGatherByPosition[16] = {0, 4, 8,  12, 1, 5, 9,  13,
+                                            2, 6, 10, 14, 3, 7, 11, 15};
 STRATA_AVX512 inline __m512i GroupBytesByPosition(__m512i v) {
-  static constexpr uint8_t kByPosition[64] = {
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-  static constexpr uint32_t kGather[16] = {0, 4, 8,  12, 1, 5, 9,  13,
-                                           2, 6, 10, 14, 3, 7, 11, 15};
   return _mm512_permutexvar_epi32(
-      _mm512_loadu_si512(kGather),
-      _mm512_shuffle_epi8(v, _mm512_loadu_si512(kByPosition)));
+      _mm512_loadu_si512(kGatherByPosition),
+      _mm512_shuffle_epi8(v, _mm512_loadu_si512(kBytesByPosition)));
 }
 STRATA_AVX512 inline __m512i UngroupBytesByPosition(__m512i v) {
-  static constexpr uint8_t kByPosition[64] = {
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-      0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-  static constexpr uint32_t kGather[16] = {0, 4, 8,  12, 1, 5, 9,  13,
-                                           2, 6, 10, 14, 3, 7, 11, 15};
   return _mm512_shuffle_epi8(
-      _mm512_permutexvar_epi32(_mm512_loadu_si512(kGather), v),
-      _mm512_loadu_si512(kByPosition));
+      _mm512_permutexvar_epi32(_mm512_loadu_si512(kGatherByPosition), v),
+      _mm512_loadu_si512(kBytesByPosition));
 }
 
 template <bool kStream>
@@ -452,28 +445,16 @@ struct Tile1 {  // 64x64 of 1 byte.
   STRATA_AVX512 static inline void Copy(char* to, const char* from,
                                         int64_t to_row_bytes,
                                         int64_t from_column_bytes) {
-    // 32-bit lane c of source lines 16g..16g+15 holds their bytes 4c..4c+3.
-    // Within each 128-bit lane (4 lines of 4 bytes), the bytes are grouped
-    // by position k, then the groups gathered so that 128-bit lane k holds
-    // byte 4c + k of the 16 lines in order: by_line[g][c].
-    static constexpr uint8_t kByPosition[64] = {
-        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15,
-        0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15};
-    static constexpr uint32_t kGather[16] = {0, 4, 8,  12, 1, 5, 9,  13,
-                                             2, 6, 10, 14, 3, 7, 11, 15};
-    const __m512i by_position = _mm512_loadu_si512(kByPosition);
-    const __m512i gather = _mm512_loadu_si512(kGather);
+    // 32-bit lane c of source lines 16g..16g+15 holds their bytes 4c..4c+3;
+    // grouped by position, 128-bit lane k holds byte 4c + k of the 16 lines
+    // in order: by_line[g][c].
     __m512i by_line[4][16];
     for (int g = 0; g < 4; ++g) {
       __m512 r[16];
       LoadTransposed16x16(from + 16 * g * from_column_bytes, from_column_bytes,
                           r);
       for (int c = 0; c < 16; ++c) {
-        by_line[g][c] = _mm512_permutexvar_epi32(
-            gather,
-            _mm512_shuffle_epi8(_mm512_castps_si512(r[c]), by_position));
+        by_line[g][c] = GroupBytesByPosition(_mm512_castps_si512(r[c]));
       }
     }
     // Destination row 4c + k is 128-bit lane k of by_line[0..3][c]: a 4x4

@@ -291,10 +291,9 @@ const SimpleDType* RefResultType(const Tensor& a, const Tensor& b,
   auto category = [](const SimpleDType* d) {
     return d->is_bool() ? 0 : d->is_floating() ? 2 : 1;
   };
-  const SimpleDType* r =
-      category(rank0) > category(dimensioned)
-          ? RefPromote(dimensioned, rank0, BinaryOp::kAdd)
-          : dimensioned;
+  const SimpleDType* r = category(rank0) > category(dimensioned)
+                             ? RefPromote(dimensioned, rank0, BinaryOp::kAdd)
+                             : dimensioned;
   if (op == BinaryOp::kDiv && !r->is_floating()) r = dtypes::Float32();
   return r;
 }
@@ -446,12 +445,14 @@ REFERENCE Bounds LeafBounds(const Layout& l) {
 using Coord = absl::InlinedVector<int64_t, 8>;
 
 // Row-major linear index of a coordinate, and back.
-REFERENCE int64_t RowMajor(const std::vector<int64_t>& e, const std::vector<int64_t>& c) {
+REFERENCE int64_t RowMajor(const std::vector<int64_t>& e,
+                           const std::vector<int64_t>& c) {
   int64_t r = 0;
   for (size_t k = 0; k < e.size(); ++k) r = r * e[k] + c[k];
   return r;
 }
-REFERENCE std::vector<int64_t> FromRowMajor(const std::vector<int64_t>& e, int64_t r) {
+REFERENCE std::vector<int64_t> FromRowMajor(const std::vector<int64_t>& e,
+                                            int64_t r) {
   std::vector<int64_t> c(e.size());
   for (size_t k = e.size(); k-- > 0;) {
     c[k] = r % e[k];
@@ -1075,7 +1076,7 @@ class Session {
   // sigma maps a new row-major coordinate to the source's.
   template <typename Sigma>
   REFERENCE void CheckView(const Tensor& src, const Tensor& view,
-                 const std::vector<int64_t>& expected, Sigma sigma) {
+                           const std::vector<int64_t>& expected, Sigma sigma) {
     API_CHECK(&view.dtype() == &src.dtype());
     API_CHECK(view.num_subtensors() == src.num_subtensors());
     const std::vector<int64_t> got = Extents(view.layout());
