@@ -44,15 +44,17 @@ void BM_ContiguousTransposed(benchmark::State& state) {
 BENCHMARK(BM_ContiguousTransposed)->Unit(benchmark::kMillisecond);
 
 // The same transpose of 64 MiB in other element widths: 8-byte float64
-// (2048 x 4096), 2-byte bfloat16 (4096 x 8192) and 1-byte int8 (8192 x 8192).
+// (2048 x 4096), 2-byte bfloat16 (4096 x 8192) and 1-byte int8 (8192 x 8192);
+// the bytes of other shapes are their own.
 void BM_ContiguousTransposedOf(benchmark::State& state,
                                const SimpleDType& dtype, int64_t rows,
                                int64_t cols) {
+  const int64_t bytes = rows * cols * dtype.bits() / 8;
   Tensor source = *Zeros(dtype, {rows, cols});
-  std::memset(source.carrier()->mutable_data(), 1, kBytes);
+  std::memset(source.carrier()->mutable_data(), 1, bytes);
   const Tensor t = *Permute(source, {1, 0});
   for (auto _ : state) benchmark::DoNotOptimize(Contiguous(t));
-  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
 }
 BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, float64, *dtypes::Float64(),
                   kN / 2, kN)
@@ -62,6 +64,13 @@ BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16, *dtypes::BFloat16(), kN,
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8, *dtypes::Int8(), 2 * kN,
                   2 * kN)
+    ->Unit(benchmark::kMillisecond);
+
+// The square case, 4096 x 4096 of 1 and 2 bytes (16 and 32 MiB).
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, int8_4096, *dtypes::Int8(), kN, kN)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_ContiguousTransposedOf, bfloat16_4096, *dtypes::BFloat16(),
+                  kN, kN)
     ->Unit(benchmark::kMillisecond);
 
 // Thin transposes of the same 64 MiB: a few long rows into many short ones
