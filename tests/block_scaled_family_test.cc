@@ -21,6 +21,7 @@
 #include "ops/ops.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "views/view_paths.h"
 #include "views/views.h"
 
 namespace strata {
@@ -360,6 +361,26 @@ TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
     }
     ++admitted;
     EXPECT_NE(expect, kRefuse) << "admitted a slice that cuts a block";
+    // NOTE [ Slices by whole steps of a mode's last leaf ]: what the fast
+    // paths give, composition gives: the same offsets and functions at every
+    // level.
+    const auto general =
+        views_internal::SliceByComposition(*t, dim, start, stop - start, 1);
+    ASSERT_TRUE(general.ok()) << general.status();
+    const Representation& fast_rep = TensorAccess::representation(*v);
+    const Representation& general_rep = TensorAccess::representation(*general);
+    for (int level = 0; level < fast_rep.num_levels(); ++level) {
+      EXPECT_EQ(fast_rep.subtensor(level).offset,
+                general_rep.subtensor(level).offset);
+      EXPECT_TRUE(FunctionallyEqual(fast_rep.subtensor(level).placement,
+                                    general_rep.subtensor(level).placement))
+          << fast_rep.subtensor(level).placement.ToString() << " vs "
+          << general_rep.subtensor(level).placement.ToString();
+      if (level + 1 < fast_rep.num_levels()) {
+        EXPECT_TRUE(FunctionallyEqual(fast_rep.adjacent_layouts()[level],
+                                      general_rep.adjacent_layouts()[level]));
+      }
+    }
     ExpectInvariant(*t, *v, [&](const Coord& c) {
       Coord old = c;
       old[dim] += start;

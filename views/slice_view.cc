@@ -89,6 +89,55 @@ absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
 
 }  // namespace views_internal
 
+// NOTE [ Slices by whole steps of a mode's last leaf ]
+// A hierarchical mode (e_0, ..., e_k):(d_0, ..., d_k) decodes its coordinate
+// x colexicographically, so the range [a * P, (a + c) * P) for P = e_0 * ...
+// * e_(k-1) is every inner coordinate with the last one in [a, a + c): the
+// same leaves with e_k replaced by c, from a * d_k -- a box of the mode's leaf
+// grid, in L_0 and S_0 alike (they share the shape), with no composition and
+// nothing allocated but the draft. A tensor-parallel shard of a 128x128-
+// blocked weight is one: its rows are (128, N/128). Composition gives the
+// same function (views_test: SliceByWholeStepsEqualsComposition); nullopt
+// where the slice is not of this form.
+static std::optional<absl::StatusOr<Tensor>> SliceByWholeSteps(
+    const Representation& rep, const views_internal::ModeIndex& elements,
+    int64_t dim, int64_t start, int64_t count) {
+  const Layout& l0 = rep.subtensor(0).placement;
+  const int first = elements.leaf(dim);
+  const int last = elements.leaf(dim + 1) - 1;
+  const auto extents = l0.shape().leaves();
+  int64_t inner = 1;  // A product of a valid layout's extents: no overflow.
+  for (int k = first; k < last; ++k) inner *= extents[k];
+  if (inner <= 0 || start % inner != 0 || count % inner != 0) {
+    return std::nullopt;
+  }
+  const int64_t unit = start / inner;  // < e_k: unit * d_k is reachable.
+  absl::InlinedVector<int64_t, 8> new_extents(extents.begin(), extents.end());
+  new_extents[last] = count / inner;
+  Representation::ViewDraft draft(rep);
+  if (!CheckedAdd(rep.subtensor(0).offset, unit * l0.stride().leaves()[last],
+                  &draft.offset(0))) {
+    return absl::StatusOr<Tensor>(ValueError("Slice: offset overflows"));
+  }
+  if (absl::Status s = LayoutAssembler::WithLeaves(
+          l0, new_extents, l0.stride().leaves(), &draft.placement(0));
+      !s.ok()) {
+    return absl::StatusOr<Tensor>(s);  // Not reached: a box of a valid layout.
+  }
+  if (rep.num_levels() > 1) {
+    const Layout& s0 = rep.adjacent_layouts()[0];
+    if (absl::Status s = LayoutAssembler::WithLeaves(
+            s0, new_extents, s0.stride().leaves(), &draft.adjacent(0));
+        !s.ok()) {
+      return absl::StatusOr<Tensor>(s);
+    }
+    const absl::Status narrowed =
+        NarrowLevels(rep, unit * s0.stride().leaves()[last], &draft);
+    if (!narrowed.ok()) return absl::StatusOr<Tensor>(narrowed);
+  }
+  return absl::StatusOr<Tensor>(Publish(draft));
+}
+
 // A slice of an integer mode (in L_0 and S_0) by at least two elements is the
 // integer mode count:(step * stride) from start * stride (what composition
 // gives, views_test: SliceFastPathEqualsComposition); anything else goes
@@ -193,6 +242,12 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
     }
     return Publish(draft);
+  }
+  if (!integer_mode && step == 1 && count > 0) {
+    if (std::optional<absl::StatusOr<Tensor>> whole_steps =
+            SliceByWholeSteps(rep, elements, dim, start, count)) {
+      return *std::move(whole_steps);
+    }
   }
   return views_internal::SliceByComposition(tensor, dim, start, count, step);
 }
