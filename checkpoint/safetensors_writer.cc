@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -178,11 +179,30 @@ absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
   return p;
 }
 
-// The row-major bytes of a one-level Tensor.
-bool WriteAll(int fd, absl::string_view bytes);
+bool WriteAll(int fd, absl::string_view bytes) {
+  while (!bytes.empty()) {
+    const ssize_t n = write(fd, bytes.data(), bytes.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    bytes.remove_prefix(n);
+  }
+  return true;
+}
 
-std::string TemporaryPath(const std::string& path) {
-  return absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()));
+// A temporary file beside `path`, created (O_EXCL) with a name no other
+// writer of this process or another uses: two writers of one path each write
+// their own, and the last rename wins whole.
+int CreateTemporary(const std::string& path, std::string* temporary) {
+  static std::atomic<uint64_t> next{0};
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    *temporary =
+        absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()), "-",
+                     next.fetch_add(1, std::memory_order_relaxed));
+    const int fd =
+        open(temporary->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0 || errno != EEXIST) return fd;
+  }
+  return -1;
 }
 
 // The values of a one-level Tensor, row-major, written to `fd` a chunk of at
@@ -257,16 +277,6 @@ absl::Status PairBytes(const WritePlan& p, std::string* blocks,
     }
   });
   return status;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(n);
-  }
-  return true;
 }
 
 Json ShapeJson(absl::Span<const int64_t> shape) {
@@ -380,41 +390,49 @@ absl::Status WriteSafetensorsTo(
   const std::string prefix = SafetensorsLengthPrefix(header.size());
 
   // Written to a temporary file beside `path`, renamed over it at the end.
-  const std::string temporary = TemporaryPath(path);
-  const int fd =
-      open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  std::string temporary;
+  const int fd = CreateTemporary(path, &temporary);
   if (fd < 0) {
     return ValueErrorCat("WriteSafetensors: cannot create ", Quoted(temporary),
                          ": ", std::strerror(errno));
   }
-  auto fail = [&](absl::Status status) {
-    close(fd);
-    unlink(temporary.c_str());
-    return status;
-  };
   auto write_error = [&]() {
     return ValueErrorCat("WriteSafetensors: cannot write ", Quoted(temporary),
                          ": ", std::strerror(errno));
   };
-  if (!WriteAll(fd, prefix) || !WriteAll(fd, header))
-    return fail(write_error());
-  for (const WritePlan& p : planned) {
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) {
-        if (!WriteAll(fd, m.bytes)) return fail(write_error());
+  auto write_all = [&]() -> absl::Status {
+    if (!WriteAll(fd, prefix) || !WriteAll(fd, header)) return write_error();
+    for (const WritePlan& p : planned) {
+      if (!p.members.empty()) {
+        for (const auto& m : p.members) {
+          if (!WriteAll(fd, m.bytes)) return write_error();
+        }
+        continue;
       }
-      continue;
+      if (!p.pair) {
+        if (!WriteOneLevel(fd, p)) return write_error();
+        continue;
+      }
+      std::string blocks, scales;
+      STRATA_RETURN_IF_ERROR(PairBytes(p, &blocks, &scales));
+      if (!WriteAll(fd, blocks) || !WriteAll(fd, scales)) {
+        return write_error();
+      }
     }
-    if (!p.pair) {
-      if (!WriteOneLevel(fd, p)) return fail(write_error());
-      continue;
-    }
-    std::string blocks, scales;
-    const absl::Status status = PairBytes(p, &blocks, &scales);
-    if (!status.ok()) return fail(status);
-    if (!WriteAll(fd, blocks) || !WriteAll(fd, scales)) {
-      return fail(write_error());
-    }
+    return absl::OkStatus();
+  };
+  absl::Status written;
+  try {
+    written = write_all();
+  } catch (const std::bad_alloc&) {  // A pair's bytes: WriteSafetensors.
+    written = ResourceExhaustedErrorCat(
+        "WriteSafetensors: ", Quoted(path),
+        ": the tensors' bytes cannot be held in memory to be written");
+  }
+  if (!written.ok()) {
+    close(fd);
+    unlink(temporary.c_str());
+    return written;
   }
   if (close(fd) != 0) {
     unlink(temporary.c_str());
@@ -439,12 +457,12 @@ absl::Status WriteSafetensors(
   STRATA_ASSIGN_OR_RETURN(const std::string target, WriteTarget(path));
   // A convention's members and an mxfp4 pair are built in memory before they
   // are written; a view may ask for more than there is. The standard library
-  // says so by throwing, which stops here as the error it is (and the
-  // temporary file goes).
+  // says so by throwing, which stops as the error it is: here while planning
+  // (no file yet), in WriteSafetensorsTo while writing (which closes and
+  // removes its temporary file).
   try {
     return WriteSafetensorsTo(target, tensors, metadata);
   } catch (const std::bad_alloc&) {
-    unlink(TemporaryPath(target).c_str());
     return ResourceExhaustedErrorCat(
         "WriteSafetensors: ", Quoted(path),
         ": the tensors' bytes cannot be held in memory to be written");

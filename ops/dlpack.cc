@@ -194,15 +194,21 @@ absl::StatusOr<Tensor> FromDLPack(DLManagedTensor* managed) {
   const bool read_only =
       managed->deleter == DeleteExport &&
       static_cast<ExportContext*>(managed->manager_ctx)->carrier->read_only();
+  // The producer's deleter is armed only once the Tensor exists: on any error
+  // the carrier goes without running it, and the caller still owns `managed`.
+  auto armed = std::make_shared<bool>(false);
   STRATA_ASSIGN_OR_RETURN(auto carrier,
                           ExternalCarrier::Create(
                               *dtype, span, span > 0 ? base : origin,
-                              [managed] {
-                                if (managed->deleter != nullptr)
+                              [managed, armed] {
+                                if (*armed && managed->deleter != nullptr)
                                   managed->deleter(managed);
                               },
                               /*version=*/0, read_only));
-  return Tensor::Create(std::move(carrier), -first, layout);
+  absl::StatusOr<Tensor> tensor =
+      Tensor::Create(std::move(carrier), -first, layout);
+  if (tensor.ok()) *armed = true;
+  return tensor;
 }
 
 bool IsStrataExport(const DLManagedTensor* managed) {

@@ -29,6 +29,8 @@
 #ifndef STRATA_PYTHON_BINDING_H_
 #define STRATA_PYTHON_BINDING_H_
 
+#include <cxxabi.h>
+
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -120,6 +122,10 @@ auto WithoutGil(absl::Span<const Tensor* const> tensors, F op)
   PyThreadState* state = PyEval_SaveThread();
   try {
     result.emplace(op());
+  } catch (abi::__forced_unwind&) {
+    // A thread made to exit (a rule taking the GIL at finalization): it
+    // must unwind on, and has no GIL to take back.
+    throw;
   } catch (...) {  // std::bad_alloc: Strata itself never throws.
     error = std::current_exception();
   }

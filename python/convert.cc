@@ -13,8 +13,38 @@ namespace strata {
 namespace python {
 namespace {
 
+// numpy's scalar types, found in sys.modules (never imported here: an import
+// may release the GIL mid-call, and before numpy is imported no numpy object
+// exists). Looked up with the GIL held, kept for the process once found.
+struct NumpyTypes {
+  PyObject* generic = nullptr;
+  PyObject* bool_ = nullptr;
+};
+const NumpyTypes& Numpy() {
+  static NumpyTypes types;
+  if (types.generic == nullptr) {
+    PyObject* numpy = PyImport_GetModule(py::str("numpy").ptr());
+    if (numpy != nullptr) {
+      PyObject* generic = PyObject_GetAttrString(numpy, "generic");
+      PyObject* bool_ = PyObject_GetAttrString(numpy, "bool_");
+      if (generic != nullptr && bool_ != nullptr) {
+        types.bool_ = bool_;
+        types.generic = generic;
+      } else {
+        Py_XDECREF(generic);
+        Py_XDECREF(bool_);
+      }
+      Py_DECREF(numpy);
+    }
+    PyErr_Clear();
+  }
+  return types;
+}
+
 bool IsNumpyBool(py::handle object) {
-  return absl::string_view(Py_TYPE(object.ptr())->tp_name) == "numpy.bool_";
+  const NumpyTypes& numpy = Numpy();
+  return numpy.bool_ != nullptr &&
+         PyObject_IsInstance(object.ptr(), numpy.bool_) == 1;
 }
 
 void AppendIntTuple(py::handle object, absl::string_view what,
@@ -52,11 +82,19 @@ std::string TypeName(py::handle object) {
 
 bool IsInteger(py::handle object) {
   PyObject* o = object.ptr();
-  if (PyBool_Check(o) || IsNumpyBool(object)) return false;
-  return PyLong_Check(o) || PyIndex_Check(o);
+  if (PyLong_CheckExact(o)) return true;  // The common case, first.
+  if (PyBool_Check(o)) return false;
+  if (PyLong_Check(o)) return true;
+  return PyIndex_Check(o) && !IsNumpyBool(object);
 }
 
 int64_t ToInt64(py::handle object, absl::string_view what) {
+  if (PyLong_CheckExact(object.ptr())) {
+    int overflow = 0;
+    const long long value =
+        PyLong_AsLongLongAndOverflow(object.ptr(), &overflow);
+    if (overflow == 0) return value;
+  }
   if (!IsInteger(object)) {
     RaisePython(PyExc_TypeError, absl::StrCat(what, " must be an integer, not ",
                                               TypeName(object)));
@@ -117,16 +155,10 @@ bool IsNumber(py::handle object) {
   // Not IsInteger: an ndarray has __index__ too.
   if (PyBool_Check(o) || PyLong_Check(o) || PyFloat_Check(o)) return true;
   // numpy's scalars (float32, float16, bool_, ...) are numpy.generic.
-  static PyObject* generic = [] {
-    PyObject* numpy = PyImport_ImportModule("numpy");
-    PyObject* type =
-        numpy != nullptr ? PyObject_GetAttrString(numpy, "generic") : nullptr;
-    Py_XDECREF(numpy);
-    if (type == nullptr) PyErr_Clear();  // No numpy: no numpy scalars.
-    return type;                         // Kept for the process.
-  }();
-  return generic != nullptr && PyObject_IsInstance(o, generic) == 1 &&
-         !PyComplex_Check(o) && !PyUnicode_Check(o) && !PyBytes_Check(o);
+  const NumpyTypes& numpy = Numpy();
+  return numpy.generic != nullptr &&
+         PyObject_IsInstance(o, numpy.generic) == 1 && !PyComplex_Check(o) &&
+         !PyUnicode_Check(o) && !PyBytes_Check(o);
 }
 
 int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra) {

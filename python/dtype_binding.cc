@@ -1,6 +1,7 @@
 // strata.dtype: the descriptors, user compound dtypes with Python rules, and
 // the read-only RepresentationValidationContext (python.md, "Custom carriers
 // and rules").
+#include <array>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -77,22 +78,34 @@ class PythonContext final : public RepresentationValidationContext {
 // C++ validation hands every rule of one candidate the same context object;
 // the Python object made for the first rule is kept (one per thread) and
 // given to the next rules while it describes the same candidate.
+// A rule may itself build a compound Tensor, whose validation comes in
+// between: the contexts of the validations under way are kept, the latest
+// few (kNested) per thread.
 py::object ContextObject(const RepresentationValidationContext& context) {
-  struct Last {
+  constexpr int kNested = 8;
+  struct Kept {
     const RepresentationValidationContext* address = nullptr;
     PyObject* object = nullptr;  // A strong reference.
+    const PythonContext* frozen = nullptr;
   };
-  thread_local Last* last = new Last();  // Never destroyed (errors.cc).
-  if (last->address == &context && last->object != nullptr &&
-      py::handle(last->object)
-          .cast<const PythonContext&>()
-          .Describes(context)) {
-    return py::reinterpret_borrow<py::object>(last->object);
+  struct Recent {
+    std::array<Kept, kNested> kept;
+    int next = 0;
+  };
+  thread_local Recent* recent = new Recent();  // Never destroyed (errors.cc).
+  for (const Kept& k : recent->kept) {
+    if (k.address == &context && k.object != nullptr &&
+        k.frozen->Describes(context)) {
+      return py::reinterpret_borrow<py::object>(k.object);
+    }
   }
-  py::object object = py::cast(std::make_unique<PythonContext>(context));
-  Py_XDECREF(last->object);
-  last->address = &context;
-  last->object = py::object(object).release().ptr();
+  auto frozen = std::make_unique<PythonContext>(context);
+  const PythonContext* raw = frozen.get();
+  py::object object = py::cast(std::move(frozen));
+  Kept& slot = recent->kept[recent->next];
+  recent->next = (recent->next + 1) % kNested;
+  Py_XDECREF(slot.object);
+  slot = {&context, py::object(object).release().ptr(), raw};
   return object;
 }
 

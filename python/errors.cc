@@ -2,6 +2,7 @@
 #include "core/errors.h"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -33,9 +34,12 @@ struct PendingException {
 };
 
 struct PendingRing {
-  uint64_t next_id = 1;
   std::array<PendingException, kPending> slots;
 };
+
+// Ids across all threads: a status raised on another thread than the rule's
+// finds no slot of its id there, never another exception.
+std::atomic<uint64_t> next_pending_id{1};
 
 PendingRing& Pending() {
   // Never destroyed: a thread's objects may outlive the interpreter's
@@ -46,7 +50,7 @@ PendingRing& Pending() {
 
 uint64_t Keep(py::object exception) {
   PendingRing& ring = Pending();
-  const uint64_t id = ring.next_id++;
+  const uint64_t id = next_pending_id.fetch_add(1, std::memory_order_relaxed);
   PendingException& slot = ring.slots[id % kPending];
   Py_XDECREF(slot.exception);
   slot.id = id;
@@ -147,7 +151,19 @@ absl::Status PythonErrorStatus(py::error_already_set& error,
   py::object exception = error.value();
   const bool type_error =
       PyObject_IsInstance(exception.ptr(), PyExc_TypeError) == 1;
-  std::string text = py::str(exception);
+  // str() of the exception may raise in turn: then its type names it.
+  std::string text;
+  py::object str =
+      py::reinterpret_steal<py::object>(PyObject_Str(exception.ptr()));
+  py::object bytes =
+      str ? py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(
+                str.ptr(), "utf-8", "backslashreplace"))
+          : py::object();
+  if (bytes) {
+    text = std::string(py::reinterpret_borrow<py::bytes>(bytes));
+  } else {
+    PyErr_Clear();
+  }
   absl::Status status =
       MakeError(type_error ? ErrorKind::kTypeError : ErrorKind::kValueError,
                 absl::StrCat(context, ": ", Py_TYPE(exception.ptr())->tp_name,

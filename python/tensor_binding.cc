@@ -27,8 +27,19 @@ int64_t Rank(const Tensor& t) {
 }
 
 // The dims of permute(*dims) and reshape(*shape): one sequence, or the
-// integers themselves.
-std::vector<int64_t> VarIntegers(const py::args& args, const char* what) {
+// integers themselves, or the sequence as the keyword `keyword` (python.md
+// writes permute(dims), reshape(shape), broadcast_to(shape)).
+std::vector<int64_t> VarIntegers(const py::args& args, const py::kwargs& kwargs,
+                                 const char* keyword, const char* what) {
+  if (kwargs.size() > 0) {
+    if (args.size() > 0 || kwargs.size() != 1 || !kwargs.contains(keyword)) {
+      RaisePython(PyExc_TypeError,
+                  absl::StrCat(what, ": give the ", keyword,
+                               " as integers, one sequence, or ", keyword,
+                               "=sequence"));
+    }
+    return ToInt64Vector(kwargs[keyword], what);
+  }
   if (args.size() == 1 && !IsInteger(args[0])) {
     return ToInt64Vector(args[0], what);
   }
@@ -55,9 +66,12 @@ const py::detail::type_info* tensor_info = nullptr;
 const Tensor& Self(py::handle self) { return ToTensor(self, "self"); }
 
 // A Python number as an operand of `like`: a rank-0 Tensor of the dtype
-// PyTorch gives a wrapped number (the Tensor's own where the number's kind is
-// not above it; float32 for a float with an integral Tensor, int64 for an
-// int with a bool one).
+// PyTorch's result_type gives the pair (the Tensor's own where the number's
+// kind is not above it; float32 for a float with an integral Tensor, int64
+// for an int with a bool one). One difference stays: PyTorch computes with
+// the number unrounded (in float for a float16 or bfloat16 Tensor), where
+// this operand holds it rounded to the dtype first, so t * 3.14159 of a
+// bfloat16 t multiplies by 3.140625 (a double rounding PyTorch avoids).
 // A compound Tensor has no number dtype; the number is then float32 or int64,
 // and the op refuses the Tensor (OneSubtensorRequiredError).
 Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
@@ -299,59 +313,6 @@ std::vector<int64_t> ReshapeTarget(const Tensor& t,
 
 }  // namespace
 
-bool PythonAlive() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsInitialized() && !Py_IsFinalizing();
-#else
-  return Py_IsInitialized() && !_Py_IsFinalizing();
-#endif
-}
-
-namespace {
-
-// Kernels using each carrier, and the carriers whose release waits for them
-// (NOTE [ Releases while a kernel runs ]). Read and written with the GIL
-// held only.
-struct CarrierUse {
-  int kernels = 0;
-  bool release_deferred = false;
-};
-std::unordered_map<Carrier*, CarrierUse>& Uses() {
-  static auto* uses = new std::unordered_map<Carrier*, CarrierUse>();
-  return *uses;
-}
-
-}  // namespace
-
-CarriersInUse::CarriersInUse(absl::Span<const Tensor* const> tensors) {
-  for (const Tensor* t : tensors) {
-    for (const Subtensor& s : TensorAccess::representation(*t).subtensors()) {
-      ++Uses()[s.carrier.get()].kernels;
-      carriers_.push_back(s.carrier);
-    }
-  }
-}
-
-CarriersInUse::~CarriersInUse() {
-  // Without the GIL only when a thread is made to exit at finalization:
-  // nothing is released then.
-  if (!PythonAlive() || !PyGILState_Check()) return;
-  for (const std::shared_ptr<Carrier>& carrier : carriers_) {
-    auto it = Uses().find(carrier.get());
-    if (it == Uses().end() || --it->second.kernels > 0) continue;
-    const bool release = it->second.release_deferred;
-    Uses().erase(it);
-    if (release) carrier->Release();
-  }
-}
-
-bool DeferRelease(Carrier* carrier) {
-  auto it = Uses().find(carrier);
-  if (it == Uses().end()) return false;
-  it->second.release_deferred = true;
-  return true;
-}
-
 py::object TensorObject(Tensor tensor) {
   return NewObject(std::move(tensor), tensor_info);
 }
@@ -480,9 +441,10 @@ void BindTensor(py::module_& module) {
           "host data).")
       // The eight views.
       .def("permute",
-           [](py::handle self, py::args dims) {
+           [](py::handle self, py::args dims, py::kwargs kwargs) {
              const Tensor& t = Self(self);
-             std::vector<int64_t> perm = VarIntegers(dims, "permute: dims");
+             std::vector<int64_t> perm =
+                 VarIntegers(dims, kwargs, "dims", "permute: dims");
              const int64_t rank = Rank(t);
              for (int64_t& d : perm) d = NormalizeDim(d, rank);
              return Call(Permute(t, perm));
@@ -500,10 +462,11 @@ void BindTensor(py::module_& module) {
           py::arg("dim"), py::arg("start"), py::arg("stop"),
           py::arg("step") = 1)
       .def("reshape",
-           [](py::handle self, py::args shape) {
+           [](py::handle self, py::args shape, py::kwargs kwargs) {
              const Tensor& t = Self(self);
-             return Call(Reshape(
-                 t, ReshapeTarget(t, VarIntegers(shape, "reshape: shape"))));
+             return Call(
+                 Reshape(t, ReshapeTarget(t, VarIntegers(shape, kwargs, "shape",
+                                                         "reshape: shape"))));
            })
       .def(
           "as_strided",
@@ -514,10 +477,10 @@ void BindTensor(py::module_& module) {
           },
           py::arg("layout"), py::arg("offset"))
       .def("broadcast_to",
-           [](py::handle self, py::args shape) {
+           [](py::handle self, py::args shape, py::kwargs kwargs) {
              const Tensor& t = Self(self);
-             return Call(
-                 BroadcastTo(t, VarIntegers(shape, "broadcast_to: shape")));
+             return Call(BroadcastTo(t, VarIntegers(shape, kwargs, "shape",
+                                                    "broadcast_to: shape")));
            })
       .def(
           "broadcast_in_dim",
@@ -669,7 +632,7 @@ void BindTensor(py::module_& module) {
             const Scalar scalar = ToScalar(value, "fill: value");
             ThrowIfError(WithoutGil({&t}, [&] { return Fill(t, scalar); }));
           },
-          py::arg("value"))
+          py::arg("v"))
       .def(
           "copy_from",
           [](py::handle self, py::handle other) {

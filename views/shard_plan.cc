@@ -144,19 +144,19 @@ absl::StatusOr<ShardPlan> PlanShards(const Tensor& tensor, int64_t dim,
   if (parts < 1) {
     return ValueErrorCat("PlanShards: parts must be at least 1; got ", parts);
   }
-  if (parts > kMaxShardParts) {
-    // Each part is a view built now: 2^40 parts of a broadcast dim asked
-    // for terabytes.
-    return ResourceExhaustedErrorCat("PlanShards: ", parts,
-                                     " parts exceed the limit of ",
-                                     kMaxShardParts, " parts per plan");
-  }
   const int64_t n = plan.extent;
   const int64_t units = CeilDiv(n, granule);
   if (parts > units) {
     return ValueErrorCat("PlanShards: dim ", dim, " of extent ", n, " holds ",
                          units, " granules of ", granule, " (granule=", granule,
                          "); it cannot split into ", parts, " parts");
+  }
+  if (parts > kMaxShardParts) {
+    // Each part is a view built now: 2^40 parts of a broadcast dim asked
+    // for terabytes.
+    return ResourceExhaustedErrorCat("PlanShards: ", parts,
+                                     " parts exceed the limit of ",
+                                     kMaxShardParts, " parts per plan");
   }
   int64_t step;
   if (!CheckedMul(parts, granule, &step) ||

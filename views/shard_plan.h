@@ -41,6 +41,9 @@ namespace strata {
 // a dim out of range.
 absl::StatusOr<int64_t> ShardGranule(const Tensor& tensor, int64_t dim);
 
+// The most parts one plan builds.
+inline constexpr int64_t kMaxShardParts = int64_t{1} << 20;
+
 struct ShardPart {
   int64_t begin = 0, end = 0;   // [begin, end) along the dim.
   absl::StatusOr<Tensor> view;  // Slice(tensor, dim, begin, end), or why not.
@@ -62,7 +65,6 @@ struct ShardPlan {
 // granules (the message names G and N); a pad that overflows int64.
 // ResourceExhaustedError: more than kMaxShardParts parts (each is a view the
 // plan holds).
-inline constexpr int64_t kMaxShardParts = int64_t{1} << 20;
 absl::StatusOr<ShardPlan> PlanShards(const Tensor& tensor, int64_t dim,
                                      int64_t parts);
 

@@ -381,8 +381,10 @@ STRATA_AVX512 inline void Store16(char* to, __m128i v) {
 // into 16 destination rows of 64 bytes (Tile1Tall), for an activation's
 // [features, tokens] to [tokens, features] and back. Measured in one run of
 // ops_benchmark, 64 MiB of int8 with 16-byte rows as a fraction of memcpy:
-// buffered tiles 0.37 (thin) and 0.38 (tall), these tiles 1.73 and 1.40 (the
-// destination's huge pages against memcpy's into a std::vector).
+// buffered tiles 0.37 (thin) and 0.38 (tall), these tiles 1.73 and 1.40:
+// above 1, as the 8-byte and thin 4-byte tiles are, because glibc's memcpy
+// moves 64 MiB here at about 13 GB/s (between two host carriers' huge pages
+// too: BM_MemcpyHostCarriers64MiB), where these streaming stores reach 25.
 struct Tile1Thin {  // 64 rows x 16 columns of 1 byte.
   static constexpr int64_t kRows = 64, kCols = 16, kStore = 16;
   template <bool kStream>

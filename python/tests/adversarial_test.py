@@ -265,3 +265,57 @@ def test_values_as_python_reads_them():
 
 if __name__ == "__main__":
     support.run(__file__)
+
+
+def test_second_review_findings():
+    # permute(dims=...), reshape(shape=...), broadcast_to(shape=...), fill(v=...)
+    t = strata.zeros((2, 3), sd.float32)
+    assert t.permute(dims=(1, 0)).shape == (3, 2)
+    assert t.reshape(shape=(3, 2)).shape == (3, 2)
+    assert t.unsqueeze(0).broadcast_to(shape=(4, 2, 3)).shape == (4, 2, 3)
+    t.fill(v=2.0)
+    assert t[1, 2] == 2.0
+    with pytest.raises(TypeError):
+        t.permute(1, 0, dims=(1, 0))
+    # A rule that builds a compound Tensor in its validate: every rule of the
+    # outer validation still gets the one outer context.
+    log = []
+    inner_dtype = pair_dtype([RecordingRule(log, "inner")])
+
+    class Nested:
+        def __init__(self):
+            self.contexts = []
+
+        def validate(self, context):
+            self.contexts.append(context)
+            subtensors, adjacent = pair_levels()
+            strata._framework.create_representation(inner_dtype, subtensors, adjacent)
+
+    first, second = Nested(), RecordingRule(log, "second")
+    outer = pair_dtype([first, second])
+    subtensors, adjacent = pair_levels()
+    strata._framework.create_representation(outer, subtensors, adjacent)
+    assert first.contexts[0] is second.contexts[0]
+    assert first.contexts[0].logical_dtype is outer
+
+
+def test_a_released_carrier_starts_no_new_kernel():
+    n = 1 << 24
+    carrier = strata.HostCarrier(sd.float32, n)
+    t = strata.Tensor(carrier, 0, strata.Layout(n, 1))
+    started = threading.Event()
+    errors = []
+
+    def late():
+        started.wait()
+        try:
+            t.sum()
+        except ValueError as error:
+            errors.append(error)
+
+    thread = threading.Thread(target=late)
+    thread.start()
+    threading.Thread(target=lambda: (started.set(), carrier.release())).start()
+    t.clone() if not carrier.released() else None
+    thread.join()
+    assert carrier.released()
