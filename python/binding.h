@@ -46,6 +46,7 @@
 #include "carrier/carrier.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
+#include "dtype/representation_rule.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/scalar.h"
@@ -210,6 +211,19 @@ py::object DTypeObject(const DType* dtype);
 const DType& ToDType(py::handle object, absl::string_view what,
                      bool names = false);
 const DType* ToDTypeOrNull(py::handle object);
+
+// The dtypes as a tuple of their objects.
+py::tuple DTypeTuple(absl::Span<const SimpleDType* const> dtypes);
+
+// ---- Rules (rule_binding.cc) -----------------------------------------------
+// RepresentationValidationContext and Rule, in strata.dtype (the context in
+// strata too).
+void BindRules(py::module_& module, py::module_& dtype_module);
+// rules[i] of a CompoundDType: a built-in Rule's C++ rule, or a rule written
+// in Python (TypeError when it has no callable validate).
+std::shared_ptr<const RepresentationRule> ToRule(py::handle rule, size_t i);
+// The object of a rule: the Python rule itself, or a built-in one's Rule.
+py::object RuleObject(const std::shared_ptr<const RepresentationRule>& rule);
 
 // ---- Carriers (carrier_binding.cc) -----------------------------------------
 void BindCarriers(py::module_& module);
