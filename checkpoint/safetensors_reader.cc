@@ -20,6 +20,7 @@
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/internal/conventions.h"
+#include "checkpoint/internal/json_text.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
 #include "core/errors.h"
@@ -38,6 +39,7 @@ namespace strata {
 namespace {
 
 using checkpoint_internal::FromSafetensorsName;
+using checkpoint_internal::JsonText;
 using checkpoint_internal::kMetadataKey;
 using checkpoint_internal::Quoted;
 using checkpoint_internal::ShapeText;
@@ -58,49 +60,6 @@ using checkpoint_internal::ToSafetensorsName;
 using Json = nlohmann::ordered_json;
 
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
-
-// Appends `value` as JSON text until `out` holds more than kMessageText
-// characters or the nesting passes kMessageDepth ("..." for the rest): dump()
-// recurses once per level, and a header may nest arrays 10^5 deep.
-constexpr size_t kMessageText = 80;
-constexpr int kMessageDepth = 16;
-void AppendBounded(const Json& value, int depth, std::string* out) {
-  if (out->size() > kMessageText) return;
-  if (!value.is_structured()) {
-    absl::StrAppend(out,
-                    value.dump(-1, ' ', false, Json::error_handler_t::replace));
-    return;
-  }
-  if (depth >= kMessageDepth) {
-    absl::StrAppend(out, value.is_array() ? "[...]" : "{...}");
-    return;
-  }
-  out->push_back(value.is_array() ? '[' : '{');
-  bool first = true;
-  for (auto it = value.begin(); it != value.end(); ++it) {
-    if (out->size() > kMessageText) break;
-    if (!first) out->push_back(',');
-    first = false;
-    if (value.is_object()) {
-      absl::StrAppend(
-          out,
-          Json(it.key()).dump(-1, ' ', false, Json::error_handler_t::replace),
-          ":");
-    }
-    AppendBounded(*it, depth + 1, out);
-  }
-  out->push_back(value.is_array() ? ']' : '}');
-}
-
-// A JSON value as text for a message (at most ~80 characters).
-std::string JsonText(const Json& value) {
-  std::string text;
-  AppendBounded(value, 0, &text);
-  if (text.size() > kMessageText) {
-    text = absl::StrCat(text.substr(0, kMessageText), "...");
-  }
-  return text;
-}
 
 // The SAX pass of NOTE [ The safetensors header parser ].
 class HeaderChecker : public nlohmann::json_sax<Json> {

@@ -34,15 +34,11 @@ std::string SchemaText(absl::Span<const SimpleDType* const> schema) {
 // "host (strata::HostCarrier)": the registered name and the C++ class.
 std::string ClassText(const Carrier& carrier) {
   // A foreign class's C++ type is its binding's, the same for all of them.
-  if (carrier.foreign_class() != nullptr) {
-    return std::string(carrier.class_name());
-  }
+  if (carrier.foreign_class()) return std::string(carrier.class_name());
   const char* mangled = typeid(carrier).name();
-  int status = 0;
-  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
-  std::string text =
-      absl::StrCat(carrier.class_name(), " (",
-                   demangled != nullptr ? demangled : mangled, ")");
+  char* demangled = abi::__cxa_demangle(mangled, nullptr, nullptr, nullptr);
+  std::string text = absl::StrCat(carrier.class_name(), " (",
+                                  demangled ? demangled : mangled, ")");
   std::free(demangled);
   return text;
 }
