@@ -181,6 +181,8 @@ IntTuple ToIntTuple(py::handle object, absl::string_view what);
 py::object FromIntTuple(const IntTuple& tuple);
 // A sequence of ints (a tuple, a list, or any iterable but a str).
 std::vector<int64_t> ToInt64Vector(py::handle object, absl::string_view what);
+// One integer, or a sequence of them (a dim or dims, a shape).
+std::vector<int64_t> ToInt64OrVector(py::handle object, absl::string_view what);
 // A dim of a Tensor of rank `rank`, negative dims counting from the end as in
 // NumPy; `extra` is 1 where one past the last dim is a position (unsqueeze).
 // Out of range: passed on unchanged, so that the C++ view names it.
@@ -211,6 +213,9 @@ py::object DTypeObject(const DType* dtype);
 const DType& ToDType(py::handle object, absl::string_view what,
                      bool names = false);
 const DType* ToDTypeOrNull(py::handle object);
+// ToDType, and TypeError naming `what` where the dtype is not simple.
+const SimpleDType& ToSimpleDType(py::handle object, absl::string_view what,
+                                 bool names = false);
 
 // The dtypes as a tuple of their objects.
 py::tuple DTypeTuple(absl::Span<const SimpleDType* const> dtypes);

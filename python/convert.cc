@@ -161,6 +161,12 @@ bool IsNumber(py::handle object) {
          !PyUnicode_Check(o) && !PyBytes_Check(o);
 }
 
+std::vector<int64_t> ToInt64OrVector(py::handle object,
+                                     absl::string_view what) {
+  if (IsInteger(object)) return {ToInt64(object, what)};
+  return ToInt64Vector(object, what);
+}
+
 int64_t NormalizeDim(int64_t dim, int64_t rank, int64_t extra) {
   return dim < 0 && dim >= -(rank + extra) ? dim + rank + extra : dim;
 }

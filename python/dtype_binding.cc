@@ -84,16 +84,6 @@ NumericClass ToNumericClass(py::handle object) {
                   std::string(py::repr(object)));
 }
 
-const SimpleDType& ToSimple(py::handle object, absl::string_view what) {
-  const DType& dtype = ToDType(object, what);
-  if (dtype.AsSimple() == nullptr) {
-    RaisePython(PyExc_TypeError,
-                absl::StrCat(what, " must be a SimpleDType; ", dtype.name(),
-                             " is a ", dtype.kind_name(), " dtype"));
-  }
-  return *dtype.AsSimple();
-}
-
 CompoundDType* MakeCompound(py::handle name, py::handle simple_types,
                             py::handle rules) {
   if (!PyUnicode_Check(name.ptr())) {
@@ -110,7 +100,7 @@ CompoundDType* MakeCompound(py::handle name, py::handle simple_types,
   std::vector<const SimpleDType*> schema;
   const py::sequence types = py::reinterpret_borrow<py::sequence>(simple_types);
   for (size_t i = 0; i < types.size(); ++i) {
-    schema.push_back(&ToSimple(
+    schema.push_back(&ToSimpleDType(
         types[i], absl::StrCat("CompoundDType: simple_types[", i, "]")));
   }
   std::vector<std::shared_ptr<const RepresentationRule>> rule_list;
@@ -159,6 +149,17 @@ const DType* ToDTypeOrNull(py::handle object) {
   if (type == simple_type) return static_cast<const SimpleDType*>(value);
   if (type == compound_type) return static_cast<const CompoundDType*>(value);
   return static_cast<const DTypeCategory*>(value);
+}
+
+const SimpleDType& ToSimpleDType(py::handle object, absl::string_view what,
+                                 bool names) {
+  const DType& dtype = ToDType(object, what, names);
+  if (dtype.AsSimple() == nullptr) {
+    RaisePython(PyExc_TypeError,
+                absl::StrCat(what, " must be a SimpleDType; ", dtype.name(),
+                             " is a ", dtype.kind_name(), " dtype"));
+  }
+  return *dtype.AsSimple();
 }
 
 const DType& ToDType(py::handle object, absl::string_view what, bool names) {
@@ -393,7 +394,7 @@ void BindDTypes(py::module_& module) {
         const py::sequence sequence =
             py::reinterpret_borrow<py::sequence>(scales);
         for (size_t i = 0; i < sequence.size(); ++i) {
-          scale_types.push_back(&ToSimple(
+          scale_types.push_back(&ToSimpleDType(
               sequence[i], absl::StrCat("block_scaled: scales[", i, "]")));
         }
         BlockScaling scaling;
@@ -415,10 +416,10 @@ void BindDTypes(py::module_& module) {
         }
         scaling.ragged = Truth(ragged);
         scaling.chosen_mode = Truth(chosen_mode);
-        return DTypeObject(ValueOrRaise(
-            MakeBlockScaledDType(std::string(py::str(name)),
-                                 &ToSimple(element, "block_scaled: element"),
-                                 std::move(scale_types), std::move(scaling))));
+        return DTypeObject(ValueOrRaise(MakeBlockScaledDType(
+            std::string(py::str(name)),
+            &ToSimpleDType(element, "block_scaled: element"),
+            std::move(scale_types), std::move(scaling))));
       },
       py::arg("name"), py::arg("element"), py::arg("scales"), py::arg("blocks"),
       py::arg("other_modes") = 1, py::arg("ragged") = false,

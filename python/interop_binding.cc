@@ -26,6 +26,18 @@ py::object TensorOrException(const absl::StatusOr<Tensor>& tensor) {
   return ExceptionObject(tensor.status());
 }
 
+py::str Utf8(const std::string& text);
+
+// name -> Tensor, or the exception that refused it, in file order.
+template <typename Entry>
+py::dict TensorsByName(const std::vector<Entry>& entries) {
+  py::dict tensors;
+  for (const Entry& entry : entries) {
+    tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
+  }
+  return tensors;
+}
+
 py::str Utf8(const std::string& text) {
   // Names and metadata of a file are its bytes: undecodable ones are kept as
   // surrogates (os.fsdecode's way) rather than failing the read.
@@ -154,28 +166,22 @@ void BindInterop(py::module_& module) {
       [](py::handle path) {
         Safetensors file = ValueOrRaise(
             ReadSafetensors(ToPath(path, "read_safetensors: path")));
-        py::dict tensors, metadata;
-        for (const SafetensorsTensor& entry : file.tensors) {
-          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
-        }
+        py::dict metadata;
         for (const auto& [key, value] : file.metadata) {
           metadata[Utf8(key)] = Utf8(value);
         }
-        return py::make_tuple(tensors, metadata);
+        return py::make_tuple(TensorsByName(file.tensors), metadata);
       },
       py::arg("path"));
   module.def(
       "_read_gguf",
       [](py::handle path) {
         Gguf file = ValueOrRaise(ReadGguf(ToPath(path, "read_gguf: path")));
-        py::dict tensors, metadata;
-        for (const GgufTensor& entry : file.tensors) {
-          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
-        }
+        py::dict metadata;
         for (const auto& [key, value] : file.metadata) {
           metadata[Utf8(key)] = GgufValueObject(value);
         }
-        return py::make_tuple(tensors, metadata);
+        return py::make_tuple(TensorsByName(file.tensors), metadata);
       },
       py::arg("path"));
   module.def(
@@ -183,11 +189,7 @@ void BindInterop(py::module_& module) {
       [](py::handle path) {
         Checkpoint file =
             ValueOrRaise(ReadCheckpoint(ToPath(path, "read_checkpoint: path")));
-        py::dict tensors;
-        for (const CheckpointTensor& entry : file.tensors) {
-          tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
-        }
-        return py::make_tuple(file.format, tensors);
+        return py::make_tuple(file.format, TensorsByName(file.tensors));
       },
       py::arg("path"));
   module.def(

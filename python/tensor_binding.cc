@@ -51,10 +51,6 @@ std::vector<int64_t> VarIntegers(const py::args& args, const py::kwargs& kwargs,
   return values;
 }
 
-Tensor Value(absl::StatusOr<Tensor> result) {
-  return ValueOrRaise(std::move(result));
-}
-
 // A result Tensor as its Python object, or the error raised.
 py::object Call(absl::StatusOr<Tensor> result) {
   return TensorObject(ValueOrRaise(std::move(result)));
@@ -84,7 +80,7 @@ Tensor ScalarOperand(const Tensor& like, py::handle number, const char* op) {
   } else if (value.is_int() && dtype->is_bool()) {
     dtype = dtypes::Int64();
   }
-  Tensor scalar = Value(Zeros(*dtype, {}));
+  Tensor scalar = ValueOrRaise(Zeros(*dtype, {}));
   ThrowIfError(Fill(scalar, value));
   return scalar;
 }
@@ -216,7 +212,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
   for (const py::object& item : index.items) {
     const std::vector<int64_t> shape = view.shape();
     if (item.is_none()) {
-      view = Value(Unsqueeze(view, dim));
+      view = ValueOrRaise(Unsqueeze(view, dim));
       ++dim;
     } else if (item.ptr() == Py_Ellipsis) {
       dim += rank - index.dims_named;
@@ -231,7 +227,7 @@ Tensor IndexView(const Tensor& t, const Index& index) {
                                  ": a view slices with a positive step"));
       }
       PySlice_AdjustIndices(shape[dim], &start, &stop, step);
-      view = Value(Slice(view, dim, start, std::max(start, stop), step));
+      view = ValueOrRaise(Slice(view, dim, start, std::max(start, stop), step));
       ++dim;
     } else if (PyTuple_Check(item.ptr())) {
       RaisePython(PyExc_TypeError,
@@ -239,7 +235,8 @@ Tensor IndexView(const Tensor& t, const Index& index) {
                   "one value; it cannot be mixed with slices");
     } else {
       const int64_t i = CheckedIndex(item, shape[dim], dim);
-      view = Value(Squeeze(Value(Slice(view, dim, i, i + 1)), dim));
+      view =
+          ValueOrRaise(Squeeze(ValueOrRaise(Slice(view, dim, i, i + 1)), dim));
     }
   }
   return view;
@@ -353,7 +350,8 @@ void BindTensor(py::module_& module) {
              }
              const int64_t start = ToInt64(offset, "Tensor: offset");
              const Layout& placement = ToLayout(layout, "Tensor: layout");
-             return Value(Tensor::Create(std::move(held), start, placement));
+             return ValueOrRaise(
+                 Tensor::Create(std::move(held), start, placement));
            }),
            py::arg("carrier"), py::arg("offset"), py::arg("layout"))
       // The spec's queries: properties and methods as it writes them.
@@ -589,9 +587,7 @@ void BindTensor(py::module_& module) {
             const Tensor& t = Self(self);
             if (dim.is_none())
               return Call(WithoutGil({&t}, [&] { return Sum(t); }));
-            std::vector<int64_t> dims =
-                IsInteger(dim) ? std::vector<int64_t>{ToInt64(dim, "sum: dim")}
-                               : ToInt64Vector(dim, "sum: dim");
+            std::vector<int64_t> dims = ToInt64OrVector(dim, "sum: dim");
             const int64_t rank = Rank(t);
             for (int64_t& d : dims) d = NormalizeDim(d, rank);
             return Call(WithoutGil({&t}, [&] { return Sum(t, dims); }));
@@ -613,16 +609,9 @@ void BindTensor(py::module_& module) {
           "cast",
           [](py::handle self, py::handle dtype) {
             const Tensor& t = Self(self);
-            const DType& target = ToDType(dtype, "cast: dtype", true);
-            if (target.AsSimple() == nullptr) {
-              RaisePython(
-                  PyExc_TypeError,
-                  absl::StrCat("cast: the target must be a simple "
-                               "dtype; ",
-                               target.name(), " is ", target.kind_name()));
-            }
-            return Call(
-                WithoutGil({&t}, [&] { return Cast(t, *target.AsSimple()); }));
+            const SimpleDType& target =
+                ToSimpleDType(dtype, "cast: dtype", true);
+            return Call(WithoutGil({&t}, [&] { return Cast(t, target); }));
           },
           py::arg("dtype"))
       .def(
@@ -675,17 +664,10 @@ void BindTensor(py::module_& module) {
   module.def(
       "zeros",
       [](py::handle shape, py::handle dtype) {
-        const DType& d = ToDType(dtype, "zeros: dtype", true);
-        if (d.AsSimple() == nullptr) {
-          RaisePython(PyExc_TypeError,
-                      absl::StrCat("zeros: dtype must be simple; ", d.name(),
-                                   " is ", d.kind_name()));
-        }
+        const SimpleDType& d = ToSimpleDType(dtype, "zeros: dtype", true);
         const std::vector<int64_t> extents =
-            IsInteger(shape)
-                ? std::vector<int64_t>{ToInt64(shape, "zeros: shape")}
-                : ToInt64Vector(shape, "zeros: shape");
-        return Call(Zeros(*d.AsSimple(), extents));
+            ToInt64OrVector(shape, "zeros: shape");
+        return Call(Zeros(d, extents));
       },
       py::arg("shape"), py::arg("dtype"),
       "A zero-filled compact row-major Tensor over a new host carrier.");

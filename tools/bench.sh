@@ -34,11 +34,7 @@ mkdir -p "$out/raw"
 
 source tools/install.sh
 if [ "$python" = 1 ]; then
-  tools/run.sh build-only >/dev/null 2>&1 || true
-  install_packages python3 python3-dev pybind11-dev python3-numpy python3-torch
-  bazel build --config=opt //python:shell
-  PYTHONPATH="$PWD/bazel-bin/python/shell.runfiles/strata/python" \
-    /usr/bin/python3 tools/peer/python_benchmark.py "$out"
+  STRATA_BAZEL_CONFIG=opt tools/run.sh python tools/peer/python_benchmark.py "$(realpath "$out")"
   echo "wrote $out/python.json and $out/python.md"
   exit 0
 fi

@@ -45,10 +45,11 @@ case "$command" in
     echo "bazel test $*: $passed passed, $failed failed"
     exit "$status"
     ;;
-  python)
+  python)  # STRATA_BAZEL_CONFIG=opt builds the package optimized (tools/bench.sh).
     install_packages "${packages[@]}" "${python_packages[@]}"
-    bazel build --noshow_progress //python:shell 2>/dev/null ||
-      bazel build //python:shell
+    config=(${STRATA_BAZEL_CONFIG:+--config=$STRATA_BAZEL_CONFIG})
+    bazel build "${config[@]}" --noshow_progress //python:shell 2>/dev/null ||
+      bazel build "${config[@]}" //python:shell
     export PYTHONPATH="$PWD/bazel-bin/python/shell.runfiles/strata/python${PYTHONPATH:+:$PYTHONPATH}"
     cd "$caller_dir"
     exec /usr/bin/python3 "$@"
