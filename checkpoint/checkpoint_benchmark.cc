@@ -128,5 +128,44 @@ BENCHMARK_CAPTURE(Import, safetensors_1000, SafetensorsFile)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(Import, gguf_1000, GgufFile)->Unit(benchmark::kMillisecond);
 
+// Issue 39: the time per tensor of a header of N empty tensors (the
+// reproduction's file) must stay flat from 10^3 to 2 x 10^5 tensors; it grew
+// as N (31 s at 2 x 10^5) while the parser found each key by a linear scan.
+void BM_ReadSafetensorsHeader(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  std::string header = "{";
+  for (int64_t i = 0; i < n; ++i) {
+    absl::StrAppend(&header, i ? "," : "", "\"t", i,
+                    "\":{\"dtype\":\"F32\",\"shape\":[0],"
+                    "\"data_offsets\":[0,0]}");
+  }
+  header += "}";
+  const std::string path = Path("header.safetensors");
+  {
+    std::ofstream out(path, std::ios::binary);
+    const uint64_t length = header.size();
+    out.write(reinterpret_cast<const char*>(&length), 8);
+    out << header;
+  }
+  for (auto _ : state) {
+    auto read = ReadCheckpoint(path);
+    if (!read.ok() || static_cast<int64_t>(read->tensors.size()) != n) {
+      state.SkipWithError("import failed");
+      break;
+    }
+    benchmark::DoNotOptimize(read);
+  }
+  state.counters["s_per_tensor"] = benchmark::Counter(
+      static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate |
+                                  benchmark::Counter::kInvert);
+  unlink(path.c_str());
+}
+BENCHMARK(BM_ReadSafetensorsHeader)
+    ->Arg(1000)
+    ->Arg(10000)
+    ->Arg(100000)
+    ->Arg(200000)
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace strata

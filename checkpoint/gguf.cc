@@ -111,8 +111,22 @@ class Cursor {
     return absl::OkStatus();
   }
   void Skip(int64_t n) { at_ += n; }
+  // Strings and arrays held in metadata arrays, each a GgufValue of about 120
+  // bytes for as few as 8 bytes of file: a budget for the whole file keeps an
+  // array of 10^7 empty strings (80 MB) from taking 2 GB.
+  absl::Status ClaimItems(uint64_t count, const std::string& key) {
+    if (count > static_cast<uint64_t>(items_left_)) {
+      return Error(absl::StrCat(
+          "an array of ", Quoted(key), " holds ", count,
+          " strings or arrays, past the file's budget of ",
+          kMaxGgufMetadataItems, " (kMaxGgufMetadataItems) in all"));
+    }
+    items_left_ -= static_cast<int64_t>(count);
+    return absl::OkStatus();
+  }
 
  private:
+  int64_t items_left_ = kMaxGgufMetadataItems;
   const uint8_t* bytes_;
   int64_t size_;
   int64_t at_ = 0;
@@ -161,6 +175,8 @@ absl::Status ReadValue(Cursor& c, GgufType type, int depth,
     return c.ReadBytes(static_cast<int64_t>(out->count) * scalar, &out->raw,
                        "an array");
   }
+  STRATA_RETURN_IF_ERROR(c.ClaimItems(out->count, key));
+  out->items.reserve(out->count);
   for (uint64_t i = 0; i < out->count; ++i) {
     out->items.emplace_back();
     STRATA_RETURN_IF_ERROR(
@@ -392,7 +408,10 @@ absl::StatusOr<Tensor> BuildBlocks(
       std::shared_ptr<MappedCarrier> scales,
       MappedCarrier::Create(*scale_dtype, t.bytes / scale_width, r, byte));
   std::vector<SubtensorCandidate> subtensors;
-  subtensors.push_back({value_dtype, std::move(values), qs * per_byte, l0});
+  // An empty Tensor's placement reaches nothing: it starts at the carrier's
+  // start, as an empty plain Tensor's does (qs[0] would lie past its end).
+  const int64_t value_offset = t.bytes == 0 ? 0 : qs * per_byte;
+  subtensors.push_back({value_dtype, std::move(values), value_offset, l0});
   subtensors.push_back({scale_dtype, std::move(scales), 0, std::move(l1)});
   std::vector<absl::StatusOr<Layout>> adjacent;
   adjacent.push_back(std::move(s0));

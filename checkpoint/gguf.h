@@ -109,6 +109,9 @@ struct Gguf {
 
 // The largest metadata nesting (arrays of arrays) ReadGguf follows.
 inline constexpr int kMaxGgufDepth = 64;
+// The most strings and arrays that metadata arrays may hold in one file, all
+// arrays together (a tokenizer's vocabulary and merges are ~10^5 to 10^6).
+inline constexpr int64_t kMaxGgufMetadataItems = int64_t{1} << 22;
 
 // Reads the GGUF file at `path` (mapped once, read-only; reading the header
 // touches no page of the data section). Every count and length is checked
@@ -119,7 +122,8 @@ inline constexpr int kMaxGgufDepth = 64;
 // file cannot be read at all): bad magic; a version other than 2 or 3; a
 // tensor or metadata count, a string or array length that the remaining
 // bytes cannot hold; an unknown metadata value type; a metadata key
-// that appears twice; arrays nested deeper than kMaxGgufDepth;
+// that appears twice; arrays nested deeper than kMaxGgufDepth; metadata
+// arrays holding more than kMaxGgufMetadataItems strings and arrays in all;
 // general.alignment that is not a UINT32 power of two; a duplicate tensor name;
 // n_dims whose dims the file cannot hold; a data section past the end of the
 // file; a tensor offset that is not a multiple of the alignment, or whose bytes

@@ -47,48 +47,72 @@ using checkpoint_internal::ToSafetensorsName;
 
 // NOTE [ The safetensors header parser ]
 // The header is parsed by nlohmann/json (Debian's nlohmann-json3-dev), not by
-// protobuf's JSON parser into google.protobuf.Struct, for two reasons:
-// a Struct is a map, so the header order (the order of the tensors this reader
-// returns) would be lost, and a Struct stores every number as a double, so an
-// offset above 2^53 would silently round. nlohmann's ordered_json keeps the
-// order and parses integers into int64/uint64 exactly (a number that fits
+// protobuf's JSON parser into google.protobuf.Struct, because a Struct stores
+// every number as a double, so an offset above 2^53 would silently round.
+// nlohmann parses integers into int64/uint64 exactly (a number that fits
 // neither, or has a fraction or exponent, is a float here and refused). It is
-// used without exceptions: a SAX pass (HeaderChecker) reports the first syntax
-// error with its byte and every repeated key, then the DOM parse runs with
-// allow_exceptions = false, and every value is type-checked before it is read
-// (get_ptr, never get<> or at()).
-using Json = nlohmann::ordered_json;
+// used without exceptions, in two passes:
+//   1. a SAX pass (HeaderChecker) reports the first syntax error with its
+//      byte, every repeated key, and any value nested deeper than
+//      kMaxJsonDepth (128, serde_json's limit, which the safetensors library
+//      parses with): nothing after it recurses, so no header can exhaust the
+//      stack (issue 39: 10^5 levels under "dtype" overflowed it). It also
+//      records the order of the root's keys and of "__metadata__"'s, which
+//      is the order this reader returns;
+//   2. the DOM parse (allow_exceptions = false) into nlohmann::json, whose
+//      objects are std::maps: O(log n) an insertion. nlohmann's ordered_json
+//      keeps the order itself but finds each key by a linear scan, so a header
+//      of n tensors cost O(n^2) (31 s for 2 x 10^5 empty tensors).
+// Every value is type-checked before it is read (get_ptr, never get<> or
+// at()). nlohmann's lexer takes a NUL byte for the end of its input, so a
+// header holding one is refused before parsing: JSON text holds none, and
+// the safetensors format pads a header with spaces only.
+using Json = nlohmann::json;
+
+// Nesting of the header's values that the parser accepts (serde_json's).
+constexpr int kMaxJsonDepth = 128;
 
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
 
 // The SAX pass of NOTE [ The safetensors header parser ].
 class HeaderChecker : public nlohmann::json_sax<Json> {
  public:
-  bool null() override { return true; }
-  bool boolean(bool) override { return true; }
-  bool number_integer(number_integer_t) override { return true; }
-  bool number_unsigned(number_unsigned_t) override { return true; }
-  bool number_float(number_float_t, const string_t&) override { return true; }
-  bool string(string_t&) override { return true; }
-  bool binary(binary_t&) override { return true; }
+  bool null() override { return Value(); }
+  bool boolean(bool) override { return Value(); }
+  bool number_integer(number_integer_t) override { return Value(); }
+  bool number_unsigned(number_unsigned_t) override { return Value(); }
+  bool number_float(number_float_t, const string_t&) override {
+    return Value();
+  }
+  bool string(string_t&) override { return Value(); }
+  bool binary(binary_t&) override { return Value(); }
   bool start_object(std::size_t) override {
-    keys_.emplace_back();
+    if (!Enter()) return false;
+    levels_.push_back({/*object=*/true, {}, {}});
     return true;
   }
   bool key(string_t& key) override {
-    if (!keys_.back().insert(key).second) {
+    Level& level = levels_.back();
+    if (!level.keys.insert(key).second) {
       error_ = absl::StrCat("the key ", Quoted(key), " appears twice in ",
-                            keys_.size() == 1 ? "the header" : "an object");
+                            levels_.size() == 1 ? "the header" : "an object");
       return false;
+    }
+    level.key = key;
+    if (levels_.size() == 1) {
+      root_keys_.push_back(key);
+    } else if (levels_.size() == 2 && levels_[0].key == kMetadataKey) {
+      metadata_keys_.push_back(key);
     }
     return true;
   }
-  bool end_object() override {
-    keys_.pop_back();
+  bool end_object() override { return Leave(); }
+  bool start_array(std::size_t) override {
+    if (!Enter()) return false;
+    levels_.push_back({/*object=*/false, {}, {}});
     return true;
   }
-  bool start_array(std::size_t) override { return true; }
-  bool end_array() override { return true; }
+  bool end_array() override { return Leave(); }
   bool parse_error(std::size_t, const std::string&,
                    const nlohmann::detail::exception& ex) override {
     // "[json.exception.parse_error.101] parse error at line 1, column 6: ..."
@@ -99,9 +123,44 @@ class HeaderChecker : public nlohmann::json_sax<Json> {
     return false;
   }
   const std::string& error() const { return error_; }
+  // The root's keys and "__metadata__"'s, in the header's order.
+  std::vector<std::string>& root_keys() { return root_keys_; }
+  std::vector<std::string>& metadata_keys() { return metadata_keys_; }
 
  private:
-  std::vector<absl::flat_hash_set<std::string>> keys_;
+  struct Level {
+    bool object;
+    absl::flat_hash_set<std::string> keys;  // Of an object.
+    std::string key;                        // Its latest key.
+  };
+  // A scalar value closes nothing: always accepted.
+  static bool Value() { return true; }
+  // An object or array opens one more level, within kMaxJsonDepth.
+  bool Enter() {
+    if (static_cast<int>(levels_.size()) < kMaxJsonDepth) return true;
+    std::string path;
+    for (const Level& level : levels_) {
+      if (!level.object) continue;
+      if (path.size() > 200) {
+        absl::StrAppend(&path, "...");
+        break;
+      }
+      absl::StrAppend(&path, path.empty() ? "" : " > ", Quoted(level.key));
+    }
+    error_ = absl::StrCat("the header nests values deeper than ", kMaxJsonDepth,
+                          " levels (the limit of serde_json, ",
+                          "which the safetensors library parses with): depth ",
+                          levels_.size() + 1, " under ",
+                          path.empty() ? "the root" : path);
+    return false;
+  }
+  bool Leave() {
+    levels_.pop_back();
+    return true;
+  }
+
+  std::vector<Level> levels_;
+  std::vector<std::string> root_keys_, metadata_keys_;
   std::string error_;
 };
 
@@ -476,6 +535,11 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
   const int64_t buffer = file_size - data_start;
 
   // Parse (NOTE [ The safetensors header parser ]).
+  if (const size_t nul = header.find('\0'); nul != std::string::npos) {
+    return ValueErrorCat(kNotSafetensors, "byte ", nul,
+                         " of the header is NUL (0x00); JSON text holds none, "
+                         "and a header is padded with spaces (0x20) only");
+  }
   HeaderChecker checker;
   if (!Json::sax_parse(header.begin(), header.end(), &checker,
                        nlohmann::detail::input_format_t::json,
@@ -487,8 +551,6 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
   const Json root = Json::parse(header.begin(), header.end(), nullptr,
                                 /*allow_exceptions=*/false,
                                 /*ignore_comments=*/false);
-  header.clear();
-  header.shrink_to_fit();
   if (root.is_discarded()) {
     return ValueErrorCat(kNotSafetensors, "the header is not JSON");
   }
@@ -496,28 +558,40 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
     return ValueErrorCat(kNotSafetensors,
                          "the header is not a JSON object: ", JsonText(root));
   }
+  // JSON allows any whitespace after the object; the format pads with spaces.
+  const size_t last = header.find_last_not_of(' ');
+  if (last != std::string::npos && header[last] != '}') {
+    return ValueErrorCat(
+        kNotSafetensors, "byte ", last, " of the header, 0x",
+        absl::Hex(static_cast<unsigned char>(header[last]), absl::kZeroPad2),
+        ", follows its JSON object; a header is padded with spaces (0x20) "
+        "only");
+  }
+  header.clear();
+  header.shrink_to_fit();
   Safetensors result;
   std::vector<Entry> entries;
-  for (auto it = root.begin(); it != root.end(); ++it) {
-    if (!it.value().is_object()) {
-      return ValueErrorCat(kNotSafetensors, "the value of ", Quoted(it.key()),
-                           " is not an object: ", JsonText(it.value()));
+  for (const std::string& key : checker.root_keys()) {
+    const Json& value = *root.find(key);
+    if (!value.is_object()) {
+      return ValueErrorCat(kNotSafetensors, "the value of ", Quoted(key),
+                           " is not an object: ", JsonText(value));
     }
-    if (it.key() == kMetadataKey) {
-      for (auto m = it.value().begin(); m != it.value().end(); ++m) {
-        const std::string* value = m.value().get_ptr<const std::string*>();
-        if (value == nullptr) {
-          return ValueErrorCat(kNotSafetensors, "__metadata__ ",
-                               Quoted(m.key()),
-                               " is not a string: ", JsonText(m.value()));
+    if (key == kMetadataKey) {
+      for (std::string& m : checker.metadata_keys()) {
+        const Json& item = *value.find(m);
+        const std::string* text = item.get_ptr<const std::string*>();
+        if (text == nullptr) {
+          return ValueErrorCat(kNotSafetensors, "__metadata__ ", Quoted(m),
+                               " is not a string: ", JsonText(item));
         }
-        result.metadata.emplace_back(m.key(), *value);
+        result.metadata.emplace_back(std::move(m), *text);
       }
       continue;
     }
     Entry e;
-    e.name = it.key();
-    e.info = &it.value();
+    e.name = key;
+    e.info = &value;
     STRATA_RETURN_IF_ERROR(ReadOffsets(e, buffer));
     entries.push_back(std::move(e));
   }

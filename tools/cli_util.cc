@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
@@ -100,6 +101,23 @@ absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& what,
   }
   const auto leaves = value->leaves();
   return std::vector<int64_t>(leaves.begin(), leaves.end());
+}
+
+absl::StatusOr<int64_t> ExactIntegerArg(const std::string& what,
+                                        const std::string& text) {
+  const size_t digits = !text.empty() && text[0] == '-' ? 1 : 0;
+  const bool decimal =
+      text.size() > digits &&
+      text.find_first_not_of("0123456789", digits) == std::string::npos;
+  if (!decimal) {
+    return TypeErrorCat(what, ": \"", text,
+                        "\" is not an integer (an optional '-' and digits)");
+  }
+  int64_t value;
+  if (!absl::SimpleAtoi(text, &value)) {
+    return ValueErrorCat(what, ": ", text, " is outside int64");
+  }
+  return value;
 }
 
 // A tuple argument (a SHAPE).

@@ -32,6 +32,11 @@ std::string OkLine(const Replayed& replayed);
 // "(1,0)" or "2": the integers of a flat tuple; errors name `what`.
 absl::StatusOr<std::vector<int64_t>> IntegersArg(const std::string& what,
                                                  const std::string& text);
+// One integer argument written exactly as a decimal: an optional '-' and
+// digits, nothing else (no '+', no spaces, no tuple), within int64. A
+// TypeError (or ValueError out of range) naming `what` otherwise.
+absl::StatusOr<int64_t> ExactIntegerArg(const std::string& what,
+                                        const std::string& text);
 // A tuple argument (a SHAPE).
 absl::StatusOr<IntTuple> TupleArg(const std::string& what,
                                   const std::string& text);

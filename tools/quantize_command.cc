@@ -80,9 +80,17 @@ int QuantizeCommand(const std::vector<std::string>& args) {
   }
   // '-' where the format fixes its blocks; a negative mode counts from the
   // end (-1 the last).
+  // formats.md: '-' exactly where the table fixes the blocks, an integer
+  // exactly (an optional '-' and digits) where the caller chooses the mode.
   absl::StatusOr<int64_t> mode = kBlocksOfTheFormat;
+  const BlockScaling& scaling = FindBlockScaleRule(*format)->scaling();
+  if (!scaling.chosen_mode && args[2] != "-") {
+    return reject(ValueErrorCat(
+        "strata quantize: ", format->name(), " fixes its blocks (",
+        scaling.Describe(), "): BLOCKED_MODE is '-', not \"", args[2], "\""));
+  }
   if (args[2] != "-") {
-    mode = ParseInt64(args[2], "strata quantize: BLOCKED_MODE");
+    mode = ExactIntegerArg("strata quantize: BLOCKED_MODE", args[2]);
     if (!mode.ok()) return reject(mode.status());
     const int64_t rank = static_cast<int64_t>(shape->size());
     if (*mode < 0 && *mode >= -rank) *mode += rank;

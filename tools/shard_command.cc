@@ -12,6 +12,7 @@
 #include "core/errors.h"
 #include "core/tensor.h"
 #include "proto/codec.h"
+#include "tools/cli_util.h"
 #include "tools/text_file.h"
 #include "views/shard_plan.h"
 
@@ -31,12 +32,21 @@ std::string OkLine(const Tensor& t) {
 }  // namespace
 
 int ShardCommand(const std::vector<std::string>& args) {
-  int64_t dim, parts;
-  if (args.size() != 4 || !absl::SimpleAtoi(args[2], &dim) ||
-      !absl::SimpleAtoi(args[3], &parts)) {
+  // DIM and PARTS exactly as decimals: "+1" or " 1" is a usage error.
+  absl::StatusOr<int64_t> dim_arg =
+      ExactIntegerArg("DIM", args.size() == 4 ? args[2] : "");
+  absl::StatusOr<int64_t> parts_arg =
+      ExactIntegerArg("PARTS", args.size() == 4 ? args[3] : "");
+  if (args.size() != 4 || !dim_arg.ok() || !parts_arg.ok()) {
+    if (args.size() == 4) {
+      std::cerr << "strata shard: "
+                << (dim_arg.ok() ? parts_arg : dim_arg).status().message()
+                << "\n";
+    }
     std::cerr << kShardUsage;
     return 2;
   }
+  int64_t dim = *dim_arg, parts = *parts_arg;
   const std::string& file = args[0];
   const std::string& name = args[1];
   absl::StatusOr<Tensor> tensor = absl::UnknownError("unread");

@@ -394,6 +394,34 @@ out=$("$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 8); status=$?
 [ "$status" = 1 ] && echo "$out" | sed -n 2p | grep -q '^ValueError: PlanShards: .*granule=128' || fail "shard too many parts: $status $out"
 "$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 >/dev/null 2>&1; status=$?
 [ "$status" = 2 ] || fail "shard usage exit $status, want 2"
+# Issue 39: DIM and PARTS are decimals exactly ('+1', ' 1', '1 ', '0x1' are usage errors).
+for bad in '+1' ' 1' '1 ' '0x1' '1.0' '' '-' '(1)'; do
+  "$strata" shard "$TEST_TMPDIR/ds.textproto" - "$bad" 4 >/dev/null 2>&1; status=$?
+  [ "$status" = 2 ] || fail "shard DIM '$bad' exit $status, want 2"
+  "$strata" shard "$TEST_TMPDIR/ds.textproto" - 0 "$bad" >/dev/null 2>&1; status=$?
+  [ "$status" = 2 ] || fail "shard PARTS '$bad' exit $status, want 2"
+done
+out=$("$strata" shard "$TEST_TMPDIR/ds.textproto" - -2 4); status=$?
+[ "$status" = 0 ] && echo "$out" | head -1 | grep -q '^granule=128 extent=576$' || fail "shard DIM -2: $status $out"
+# BLOCKED_MODE is '-' where formats.md's table fixes the blocks, an exact integer elsewhere.
+ones64="$TEST_TMPDIR/ones_4x64.f32"
+/usr/bin/printf '\x00\x00\x80\x3f%.0s' $(seq 256) > "$ones64"
+for fmt in fp8_e4m3_rowwise fp8_e4m3_tensorwise fp8_e4m3_block128x128 q8_0 q4_0; do
+  for mode in -1 1 0 +1; do
+    out=$("$strata" quantize "$fmt" '(4,64)' "$mode" --input "$ones64"); status=$?
+    [ "$status" = 1 ] && echo "$out" | grep -q "^ValueError: strata quantize: $fmt fixes its blocks .*BLOCKED_MODE is '-'" ||
+      fail "quantize $fmt BLOCKED_MODE $mode: $status $out"
+  done
+  out=$("$strata" quantize "$fmt" '(4,64)' - --input "$ones64"); status=$?
+  [ "$status" = 0 ] || fail "quantize $fmt BLOCKED_MODE -: $status $out"
+done
+for mode in '+1' ' 1' '(1)' '1.0'; do
+  out=$("$strata" quantize mxfp8_e4m3 '(4,64)' "$mode" --input "$ones64"); status=$?
+  [ "$status" = 1 ] && echo "$out" | grep -q '^TypeError: strata quantize: BLOCKED_MODE: .* is not an integer' ||
+    fail "quantize mxfp8 BLOCKED_MODE '$mode': $status $out"
+done
+out=$("$strata" quantize mxfp8_e4m3 '(4,64)' -1 --input "$ones64"); status=$?
+[ "$status" = 0 ] || fail "quantize mxfp8 BLOCKED_MODE -1: $status $out"
 
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

@@ -177,7 +177,8 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
   plan.name = name;
   const auto leading_equal = [](const std::vector<int64_t>& a,
                                 const std::vector<int64_t>& b) {
-    return a.size() == b.size() && !a.empty() &&
+    // The table shows (N, K): a 1-D weight is no member of these groups.
+    return a.size() == b.size() && a.size() >= 2 &&
            std::equal(a.begin(), a.end() - 1, b.begin());
   };
   if (c == Convention::kModelOptNVFP4 || c == Convention::kCompressedNVFP4) {
@@ -240,7 +241,13 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
     for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
       expected[j] = CeilDiv(w.shape[j], 128);
     }
-    if (rank == 0 || s.shape != expected) {
+    if (rank < 2) {
+      return refuse(absl::StrCat(
+          "values of shape (...,N,K) with 128x128 blocks need at least two "
+          "dims; got ",
+          ShapeText(w.shape), " and scales ", ShapeText(s.shape)));
+    }
+    if (s.shape != expected) {
       return refuse(
           absl::StrCat("values of shape (...,N,K) need scales of shape "
                        "(...,ceil(N/128),ceil(K/128)) = ",

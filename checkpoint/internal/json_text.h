@@ -11,7 +11,7 @@
 namespace strata {
 namespace checkpoint_internal {
 
-using HeaderJson = nlohmann::ordered_json;
+using HeaderJson = nlohmann::json;
 
 // Appends `value` as JSON text until `out` holds more than kMessageText
 // characters or the nesting passes kMessageDepth ("..." for the rest): dump()
