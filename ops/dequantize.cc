@@ -1,0 +1,301 @@
+#include "ops/dequantize.h"
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/status_macros.h"
+#include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
+#include "dtype/float_formats.h"
+#include "dtype/packing.h"
+#include "dtype/registry.h"
+#include "layout/algebra.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+#include "ops/internal/checks.h"
+#include "ops/internal/element_io.h"
+#include "ops/internal/iterate.h"
+#include "ops/ops.h"
+
+namespace strata {
+namespace {
+
+using ops_internal::AlignedAccess;
+using ops_internal::ForEachIndex;
+using ops_internal::LoadDouble;
+using ops_internal::RequireData;
+using ops_internal::RequireWritable;
+
+// The offset tables a walk of S_0 may build (as ops/internal/checks.cc's
+// budget for L_0).
+constexpr int64_t kModeTableBudget = int64_t{1} << 24;
+
+bool IsOutputFloat(const SimpleDType& d) {
+  return &d == dtypes::Float32() || &d == dtypes::BFloat16() ||
+         &d == dtypes::Float16() || &d == dtypes::Float64();
+}
+
+// The rule of `t`'s format, or nullptr for a one-level Tensor of a simple
+// dtype; OneSubtensorRequired for any other multi-level Tensor.
+absl::StatusOr<const BlockScaleRule*> FamilyRule(const Tensor& t,
+                                                 absl::string_view op) {
+  const CompoundDType* compound = t.dtype().AsCompound();
+  const BlockScaleRule* rule =
+      compound != nullptr ? FindBlockScaleRule(*compound) : nullptr;
+  if (rule == nullptr && t.num_subtensors() > 1) {
+    return OneSubtensorRequiredError(absl::StrCat(
+        op, ": ", t.dtype().name(), " has ", t.num_subtensors(),
+        " subtensors and is not a block-scaled dtype; only the block-scaled "
+        "family is dequantized level by level"));
+  }
+  return rule;
+}
+
+// Decodes one level's values to float32, exactly: a table for codes of at
+// most 8 bits (q4_0's zero point folded in), LoadDouble otherwise.
+class LevelReader {
+ public:
+  LevelReader(const Subtensor& level, float zero_point)
+      : dtype_(*level.storage_dtype),
+        data_(static_cast<const uint8_t*>(level.carrier->data())),
+        bits_(dtype_.bits()) {
+    if (bits_ <= 8) {
+      for (uint32_t code = 0; code < (1u << bits_); ++code) {
+        uint8_t byte = static_cast<uint8_t>(code);
+        table_[code] = static_cast<float>(LoadDouble(dtype_, &byte, 0)) -
+                       zero_point;
+      }
+    }
+  }
+  float operator()(int64_t index) const {
+    if (bits_ == 8) return table_[data_[index]];
+    if (bits_ == 4) return table_[(data_[index >> 1] >> ((index & 1) * 4)) & 15];
+    if (bits_ < 8) return table_[ReadPacked(data_, bits_, index)];
+    return static_cast<float>(LoadDouble(dtype_, data_, index));
+  }
+
+ private:
+  const SimpleDType& dtype_;
+  const uint8_t* data_;
+  int bits_;
+  std::array<float, 256> table_{};
+};
+
+// Writes float32 `v` rounded to `to` (nearest even, overflow to infinity).
+class ValueWriter {
+ public:
+  ValueWriter(const SimpleDType& to, void* data)
+      : kind_(&to == dtypes::Float32()    ? 0
+              : &to == dtypes::BFloat16() ? 1
+              : &to == dtypes::Float16()  ? 2
+                                          : 3),
+        data_(static_cast<uint8_t*>(data)) {}
+  void operator()(int64_t index, float v) const {
+    switch (kind_) {
+      case 0:
+        std::memcpy(data_ + 4 * index, &v, 4);
+        return;
+      case 1: {
+        const uint16_t b = FloatToBFloat16(v);
+        std::memcpy(data_ + 2 * index, &b, 2);
+        return;
+      }
+      case 2: {
+        const uint16_t h = FloatToHalf(v);
+        std::memcpy(data_ + 2 * index, &h, 2);
+        return;
+      }
+      default: {
+        const double d = v;
+        std::memcpy(data_ + 8 * index, &d, 8);
+        return;
+      }
+    }
+  }
+
+ private:
+  int kind_;
+  uint8_t* data_;
+};
+
+// Every level readable by the kernel: host data, aligned values, a built-in
+// storage dtype; S_0's modes walkable within the table budget.
+absl::Status RequireReadable(const Tensor& t, const std::vector<Tensor>& levels,
+                             absl::string_view op) {
+  if (t.size() == 0) return absl::OkStatus();
+  const Representation& rep = TensorAccess::representation(t);
+  for (int k = 0; k < rep.num_levels(); ++k) {
+    const Subtensor& level = rep.subtensor(k);
+    if (!level.storage_dtype->scalar_type()) {
+      return TypeErrorCat(op, ": level ", k, " of ", t.dtype().name(),
+                          " stores ", level.storage_dtype->name(),
+                          ", a dtype without built-in arithmetic");
+    }
+    absl::Status s = RequireData(levels[k], absl::StrCat(op, ": level ", k));
+    if (!s.ok()) return s;
+  }
+  if (rep.num_levels() > 1) {
+    const Layout& s0 = rep.adjacent_layouts()[0];
+    const int64_t budget =
+        std::max(kModeTableBudget, rep.subtensor(0).carrier->size());
+    for (const Layout& mode : TopLevelModes(s0)) {
+      if (mode.size() <= budget || Coalesce(mode).shape().is_leaf()) continue;
+      return ValueErrorCat(op, ": a dim of S_0's mode ", mode.ToString(),
+                           " has ", mode.size(),
+                           " coordinates and does not coalesce to one stride; "
+                           "walking it needs an offset table of more than ",
+                           budget, " entries");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The walk of NOTE [ Dequantize arithmetic ]: every value of block-scaled `t`
+// into `out_data` at out's `layout` and `offset`.
+void DequantizeKernel(const Tensor& t, const BlockScaleRule& rule,
+                      const Layout& out_layout, int64_t out_offset,
+                      const ValueWriter& write) {
+  const Representation& rep = TensorAccess::representation(t);
+  const std::vector<int64_t> shape = t.shape();
+  const Subtensor& codes = rep.subtensor(0);
+  const Subtensor& scales = rep.subtensor(1);
+  const bool q4_0 = &t.dtype() == dtypes::Q4_0();
+  const LevelReader code(codes, q4_0 ? 8.0f : 0.0f);
+  const LevelReader scale(scales, 0.0f);
+  // The tensor scale: one value (the rule checked it), reached through S_1.
+  const bool tensor_scale = rule.tensor_scale() && rep.num_levels() > 2;
+  const bool recip = &t.dtype() == dtypes::NVFP4TSRecip();
+  float g = 1.0f;
+  if (tensor_scale) {
+    const Subtensor& level2 = rep.subtensor(2);
+    const LevelReader read2(level2, 0.0f);
+    const Layout& s1 = rep.adjacent_layouts()[1];
+    g = read2(level2.offset + level2.placement(s1(0)));
+  }
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  int64_t last = std::numeric_limits<int64_t>::min();
+  float block_scale = 0.0f;
+  ForEachIndex<3>(
+      shape,
+      {AlignedAccess(out_layout, shape), AlignedAccess(codes.placement, shape),
+       AlignedAccess(s0, shape)},
+      {out_offset, codes.offset, 0}, [&](const std::array<int64_t, 3>& i) {
+        if (i[2] != last) {
+          last = i[2];
+          block_scale = scale(scales.offset + scales.placement(i[2]));
+        }
+        // Each product rounded once to float32 (no contraction: one multiply
+        // or divide per statement, and -ffp-contract cannot fuse these).
+        float v = code(i[1]) * block_scale;
+        if (tensor_scale) v = recip ? v / g : v * g;
+        write(i[0], v);
+      });
+}
+
+absl::Status DequantizeIntoChecked(const Tensor& out, const Tensor& t,
+                                   const BlockScaleRule& rule,
+                                   absl::string_view op) {
+  void* data = out.carrier()->mutable_data();
+  const ValueWriter write(out.dtype().AsSimple() != nullptr
+                              ? *out.dtype().AsSimple()
+                              : *dtypes::Float32(),
+                          data);
+  DequantizeKernel(t, rule, out.layout(), out.offset(), write);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Tensor>> Levels(const Tensor& t) {
+  STRATA_RETURN_IF_ERROR(FamilyRule(t, "Levels").status());
+  if (t.num_subtensors() == 1) return std::vector<Tensor>{t};
+  const Representation& rep = TensorAccess::representation(t);
+  std::vector<Tensor> out;
+  out.reserve(rep.num_levels());
+  for (int k = 0; k < rep.num_levels(); ++k) {
+    const Subtensor& level = rep.subtensor(k);
+    absl::StatusOr<Tensor> one =
+        Tensor::Create(level.carrier, level.offset, level.placement);
+    if (!one.ok()) {
+      return WithContext(one.status(), absl::StrCat("Levels: level ", k));
+    }
+    out.push_back(*std::move(one));
+  }
+  return out;
+}
+
+absl::StatusOr<Tensor> Dequantize(const Tensor& t, const SimpleDType& to) {
+  if (&to != dtypes::Float32() && &to != dtypes::BFloat16() &&
+      &to != dtypes::Float16()) {
+    return TypeErrorCat("Dequantize: the output dtype ", to.name(),
+                        " is not float32, bfloat16 or float16");
+  }
+  STRATA_ASSIGN_OR_RETURN(const BlockScaleRule* rule,
+                          FamilyRule(t, "Dequantize"));
+  if (rule == nullptr || t.num_subtensors() == 1) return Cast(t, to);
+  STRATA_ASSIGN_OR_RETURN(std::vector<Tensor> levels, Levels(t));
+  STRATA_RETURN_IF_ERROR(RequireReadable(t, levels, "Dequantize"));
+  const std::vector<int64_t> shape = t.shape();
+  STRATA_ASSIGN_OR_RETURN(Layout layout,
+                          Layout::RowMajor(IntTuple::Flat(shape)));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostCarrier> carrier,
+                          HostCarrier::Create(to, layout.size()));
+  STRATA_ASSIGN_OR_RETURN(Tensor out, Tensor::Create(carrier, 0, layout));
+  if (t.size() > 0) {
+    DequantizeKernel(t, *rule, out.layout(), 0,
+                     ValueWriter(to, carrier->mutable_data()));
+  }
+  return out;
+}
+
+absl::Status DequantizeInto(const Tensor& out, const Tensor& t) {
+  constexpr absl::string_view kOp = "DequantizeInto";
+  if (out.num_subtensors() != 1) {
+    return OneSubtensorRequiredError(absl::StrCat(
+        kOp, ": out is ", out.dtype().name(), " of ", out.num_subtensors(),
+        " subtensors; it must be one level of a float dtype"));
+  }
+  const SimpleDType* out_dtype = out.dtype().AsSimple();
+  if (out_dtype == nullptr || !IsOutputFloat(*out_dtype)) {
+    return TypeErrorCat(kOp, ": out is ", out.dtype().name(),
+                        "; it must be float32, bfloat16, float16 or float64");
+  }
+  STRATA_ASSIGN_OR_RETURN(const BlockScaleRule* rule, FamilyRule(t, kOp));
+  if (out.shape() != t.shape()) {
+    return ValueErrorCat(kOp, ": out has shape ",
+                         ops_internal::ShapeText(out.shape()), "; ",
+                         t.dtype().name(), " Tensor has shape ",
+                         ops_internal::ShapeText(t.shape()));
+  }
+  if (rule == nullptr || t.num_subtensors() == 1) {
+    if (ops_internal::MayOverlap(out, t)) {
+      return ValueErrorCat(kOp, ": out overlaps the bytes of the Tensor");
+    }
+    return CopyFrom(out, t);
+  }
+  STRATA_ASSIGN_OR_RETURN(std::vector<Tensor> levels, Levels(t));
+  STRATA_RETURN_IF_ERROR(RequireReadable(t, levels, kOp));
+  STRATA_RETURN_IF_ERROR(RequireWritable(out, kOp));
+  for (size_t k = 0; k < levels.size(); ++k) {
+    if (out.size() > 0 && ops_internal::MayOverlap(out, levels[k])) {
+      return ValueErrorCat(kOp, ": out overlaps the bytes of level ", k,
+                           " of the ", t.dtype().name(), " Tensor");
+    }
+  }
+  if (t.size() > 0) {
+    STRATA_RETURN_IF_ERROR(DequantizeIntoChecked(out, t, *rule, kOp));
+  }
+  out.carrier()->BumpVersion();
+  return absl::OkStatus();
+}
+
+}  // namespace strata

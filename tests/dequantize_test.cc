@@ -1,0 +1,490 @@
+// Dequantize (../shared/design/values.md section 1) against the independent
+// reference, and its laws:
+//   - every case of tests/golden/dequantize/ (random level bytes of every
+//     format, NaN codes and scales, zero, subnormal and overflowing scales,
+//     ragged edges, swizzled scales; written by
+//     tools/peer/make_dequantize_goldens.py from dequantize_reference.py)
+//     dequantizes to the reference's float32, bfloat16 and float16 bytes;
+//   - for random admitted views V (slices of whole blocks at the shard
+//     granule, permutes, unsqueezes, broadcasts, single experts):
+//     Dequantize(V(t)) == V(Dequantize(t)) bit for bit;
+//   - row-major and swizzled scales of the same values dequantize alike;
+//   - Dequantize(Quantize(x)) == x where the format holds x exactly;
+//   - DequantizeInto writes through any strides, refuses what values.md
+//     refuses with nothing written, and Levels are views of the same bytes.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "carrier/carrier.h"
+#include "core/errors.h"
+#include "core/representation.h"
+#include "core/tensor.h"
+#include "core/tensor_access.h"
+#include "dtype/block_scale_rule.h"
+#include "dtype/float_formats.h"
+#include "dtype/registry.h"
+#include "gtest/gtest.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+#include "ops/dequantize.h"
+#include "ops/ops.h"
+#include "ops/quantize.h"
+#include "views/shard_plan.h"
+#include "views/views.h"
+
+namespace strata {
+namespace {
+
+const char kDir[] = "tests/golden/dequantize/";
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+Tensor Floats(const std::vector<int64_t>& shape, const std::vector<float>& v) {
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), v.size());
+  std::memcpy(carrier->mutable_data(), v.data(), 4 * v.size());
+  return *Tensor::Create(carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
+}
+
+int64_t Count(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  return n;
+}
+
+std::string Bytes(const Tensor& compact) {
+  const int64_t width = compact.dtype().AsSimple()->bits() / 8;
+  return std::string(
+      static_cast<const char*>(compact.carrier()->data()) +
+          compact.offset() * width,
+      compact.size() * width);
+}
+
+// Bit equality, NaNs equal to NaNs (values.md fixes no NaN payload).
+::testing::AssertionResult SameValues(const std::string& got,
+                                      const std::string& want, int width) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure()
+           << got.size() << " bytes, want " << want.size();
+  }
+  for (size_t i = 0; i < got.size(); i += width) {
+    uint32_t a = 0, b = 0;
+    std::memcpy(&a, got.data() + i, width);
+    std::memcpy(&b, want.data() + i, width);
+    if (a == b) continue;
+    const auto is_nan = [&](uint32_t bits) {
+      if (width == 4) return (bits & 0x7FFFFFFFu) > 0x7F800000u;
+      if (width == 2 && want.size() > 0) return false;
+      return false;
+    };
+    bool nan_a, nan_b;
+    if (width == 4) {
+      nan_a = is_nan(a);
+      nan_b = is_nan(b);
+    } else {
+      // bfloat16 and float16 differ in their exponent width: the caller's
+      // width is 2 for both, so test both patterns' NaN-ness per format by
+      // its exponent mask (0x7F80 bfloat16, 0x7C00 float16); the goldens are
+      // compared per format, so a mask that fits both suffices for NaNs.
+      nan_a = ((a & 0x7F80u) == 0x7F80u && (a & 0x7Fu)) ||
+              ((a & 0x7C00u) == 0x7C00u && (a & 0x3FFu));
+      nan_b = ((b & 0x7F80u) == 0x7F80u && (b & 0x7Fu)) ||
+              ((b & 0x7C00u) == 0x7C00u && (b & 0x3FFu));
+    }
+    if (nan_a && nan_b) continue;
+    return ::testing::AssertionFailure()
+           << "value " << i / width << ": 0x" << std::hex << a << ", want 0x"
+           << b;
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Case {
+  std::string name;
+  const CompoundDType* format;
+  std::vector<int64_t> shape;
+  int64_t mode;
+  ScaleLayout layout;
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> out;
+  std::istringstream in(ReadFile(absl::StrCat(kDir, "cases.txt")));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> f = absl::StrSplit(line, ' ');
+    Case c;
+    c.name = f[0];
+    c.format = (*DTypeRegistry::Global().Lookup(f[1]))->AsCompound();
+    for (absl::string_view e : absl::StrSplit(f[2], ',')) {
+      int64_t v = 0;
+      EXPECT_TRUE(absl::SimpleAtoi(e, &v));
+      c.shape.push_back(v);
+    }
+    c.mode = kBlocksOfTheFormat;
+    if (f[3] != "-") {
+      EXPECT_TRUE(absl::SimpleAtoi(f[3], &c.mode));
+      if (c.mode < 0) c.mode += static_cast<int64_t>(c.shape.size());
+    }
+    c.layout = f[4] == "swizzled_128x4" ? ScaleLayout::kSwizzled128x4
+                                        : ScaleLayout::kRowMajor;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The case's Tensor: quantized zeros of its shape (for the structure), each
+// level's carrier then overwritten with the golden bytes.
+Tensor CaseTensor(const Case& c) {
+  const Tensor zeros =
+      Floats(c.shape, std::vector<float>(Count(c.shape), 0.0f));
+  auto q = QuantizeBlockScaled(zeros, *c.format, c.mode, c.layout);
+  EXPECT_TRUE(q.ok()) << q.status();
+  const Representation& rep = TensorAccess::representation(*q);
+  const char* ext[] = {"codes", "scales", "tensor_scale"};
+  for (int k = 0; k < rep.num_levels(); ++k) {
+    const Subtensor& s = rep.subtensor(k);
+    const std::string bytes =
+        ReadFile(absl::StrCat(kDir, c.name, ".", ext[k]));
+    const int64_t size = (s.carrier->size() * s.storage_dtype->bits() + 7) / 8;
+    EXPECT_EQ(static_cast<int64_t>(bytes.size()), size) << ext[k];
+    std::memcpy(s.carrier->mutable_data(), bytes.data(),
+                std::min<int64_t>(size, bytes.size()));
+  }
+  return *q;
+}
+
+// Scenario: every format, every special value, every scale layout.
+TEST(DequantizeTest, EveryGoldenCaseGivesTheReferenceBytes) {
+  const std::vector<Case> cases = Cases();
+  ASSERT_GE(cases.size(), 20u);
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const Tensor t = CaseTensor(c);
+    struct Out {
+      const SimpleDType* dtype;
+      const char* ext;
+      int width;
+    };
+    for (const Out o : {Out{dtypes::Float32(), "f32", 4},
+                        Out{dtypes::BFloat16(), "bf16", 2},
+                        Out{dtypes::Float16(), "f16", 2}}) {
+      SCOPED_TRACE(o.ext);
+      auto d = Dequantize(t, *o.dtype);
+      ASSERT_TRUE(d.ok()) << d.status();
+      EXPECT_EQ(d->shape(), c.shape);
+      EXPECT_EQ(&d->dtype(), o.dtype);
+      EXPECT_TRUE(SameValues(Bytes(*d),
+                             ReadFile(absl::StrCat(kDir, c.name, ".", o.ext)),
+                             o.width));
+    }
+  }
+}
+
+// The views a law test applies: each admitted, or skipped where refused.
+std::vector<std::pair<std::string, absl::StatusOr<Tensor>>> SomeViews(
+    const Tensor& t, std::mt19937& rng) {
+  std::vector<std::pair<std::string, absl::StatusOr<Tensor>>> out;
+  const std::vector<int64_t> shape = t.shape();
+  const int64_t rank = shape.size();
+  std::vector<int64_t> reverse(rank);
+  for (int64_t j = 0; j < rank; ++j) reverse[j] = rank - 1 - j;
+  out.push_back({"permute", Permute(t, reverse)});
+  out.push_back({"unsqueeze", Unsqueeze(t, rng() % (rank + 1))});
+  std::vector<int64_t> broadcast = shape;
+  broadcast.insert(broadcast.begin(), 3);
+  out.push_back({"broadcast", BroadcastTo(t, broadcast)});
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    absl::StatusOr<int64_t> granule = ShardGranule(t, dim);
+    if (!granule.ok() || shape[dim] == 0) continue;
+    const int64_t blocks = (shape[dim] + *granule - 1) / *granule;
+    const int64_t a = rng() % blocks, b = a + 1 + rng() % (blocks - a);
+    out.push_back({absl::StrCat("slice ", dim, " [", a * *granule, ",",
+                                std::min(b * *granule, shape[dim]), ")"),
+                   Slice(t, dim, a * *granule,
+                         std::min(b * *granule, shape[dim]))});
+    if (rank >= 3 && dim == 0) {  // One expert of a batched Tensor.
+      out.push_back({"expert", Squeeze(*Slice(t, 0, 1, 2), 0)});
+    }
+    absl::StatusOr<ShardPlan> plan = PlanShards(t, dim, 2);
+    if (plan.ok()) {
+      for (size_t p = 0; p < plan->parts.size(); ++p) {
+        out.push_back({absl::StrCat("part ", p, " of dim ", dim),
+                       plan->parts[p].view});
+      }
+    }
+  }
+  // A view of a view.
+  if (rank >= 2) {
+    auto permuted = Permute(t, reverse);
+    if (permuted.ok()) {
+      out.push_back({"permute+unsqueeze", Unsqueeze(*permuted, 0)});
+    }
+  }
+  return out;
+}
+
+// Scenario: the values of a view are the view of the values.
+TEST(DequantizeTest, DequantizeOfAViewIsTheViewOfTheValues) {
+  std::mt19937 rng(35);
+  int checked = 0;
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.name);
+    const Tensor t = CaseTensor(c);
+    const Tensor values = *Dequantize(t, *dtypes::Float32());
+    for (auto& [what, view] : SomeViews(t, rng)) {
+      SCOPED_TRACE(what);
+      if (!view.ok()) continue;  // A view the format refuses.
+      // The same view applied to the one-level values, by the same call.
+      absl::StatusOr<Tensor> same = absl::UnknownError("no view");
+      const std::vector<int64_t> shape = t.shape();
+      const int64_t rank = shape.size();
+      std::vector<int64_t> reverse(rank);
+      for (int64_t j = 0; j < rank; ++j) reverse[j] = rank - 1 - j;
+      if (what == "permute") {
+        same = Permute(values, reverse);
+      } else if (what == "broadcast") {
+        std::vector<int64_t> b = shape;
+        b.insert(b.begin(), 3);
+        same = BroadcastTo(values, b);
+      } else if (what == "expert") {
+        same = Squeeze(*Slice(values, 0, 1, 2), 0);
+      } else if (what == "permute+unsqueeze") {
+        same = Unsqueeze(*Permute(values, reverse), 0);
+      } else if (absl::StartsWith(what, "unsqueeze")) {
+        // The inserted dim is where the view's extent-1 mode stands.
+        const std::vector<int64_t> vs = view->shape();
+        for (int64_t d = 0; d <= rank; ++d) {
+          std::vector<int64_t> s = shape;
+          s.insert(s.begin() + d, 1);
+          if (s == vs) {
+            same = Unsqueeze(values, d);
+            break;
+          }
+        }
+      } else {
+        // "slice D [A,B)" or "part P of dim D": the view's range along D is
+        // where its layout's offset lands; compute it from the shapes.
+        int64_t dim = 0, start = 0, stop = 0;
+        if (absl::StartsWith(what, "slice")) {
+          std::vector<std::string> f = absl::StrSplit(what, absl::ByAnyChar(" [,)"),
+                                                      absl::SkipEmpty());
+          ASSERT_TRUE(absl::SimpleAtoi(f[1], &dim));
+          ASSERT_TRUE(absl::SimpleAtoi(f[2], &start));
+          ASSERT_TRUE(absl::SimpleAtoi(f[3], &stop));
+        } else {
+          std::vector<std::string> f = absl::StrSplit(what, ' ');
+          int64_t part = 0;
+          ASSERT_TRUE(absl::SimpleAtoi(f[1], &part));
+          ASSERT_TRUE(absl::SimpleAtoi(f[4], &dim));
+          const ShardPlan plan = *PlanShards(t, dim, 2);
+          start = plan.parts[part].begin;
+          stop = plan.parts[part].end;
+        }
+        same = Slice(values, dim, start, stop);
+      }
+      ASSERT_TRUE(same.ok()) << same.status();
+      auto got = Dequantize(*view, *dtypes::Float32());
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Tensor want = *Clone(*same);
+      ASSERT_EQ(got->shape(), want.shape());
+      EXPECT_TRUE(SameValues(Bytes(*got), Bytes(want), 4));
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 150);
+}
+
+// Values every format holds exactly: element values of the format times 1,
+// with the largest element (448 or 6) at each block's first coordinate so the
+// scale is 1 (or 2^0).
+TEST(DequantizeTest, DequantizeOfQuantizeIsExactWhereTheFormatHoldsTheValue) {
+  std::mt19937 rng(7);
+  struct Exact {
+    const CompoundDType* format;
+    std::vector<int64_t> shape;
+    int64_t mode;
+    ScaleLayout layout;
+  };
+  const std::vector<Exact> cases = {
+      {dtypes::FP8E4M3Tensorwise(), {5, 70}, kBlocksOfTheFormat,
+       ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Rowwise(), {5, 70}, kBlocksOfTheFormat,
+       ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block1x128(), {3, 300}, 1, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block128x128(), {130, 260}, kBlocksOfTheFormat,
+       ScaleLayout::kRowMajor},
+      {dtypes::MXFP8E4M3(), {130, 64}, 1, ScaleLayout::kRowMajor},
+      {dtypes::MXFP8E4M3(), {130, 64}, 1, ScaleLayout::kSwizzled128x4},
+      {dtypes::MXFP4(), {4, 96}, 1, ScaleLayout::kRowMajor},
+      {dtypes::NVFP4(), {128, 32}, 1, ScaleLayout::kSwizzled128x4},
+  };
+  for (const Exact& c : cases) {
+    SCOPED_TRACE(c.format->name());
+    const bool fp4 = c.format == dtypes::MXFP4() || c.format == dtypes::NVFP4();
+    const MiniFloat& element =
+        fp4 ? Float4E2M1FNFormat() : Float8E4M3FNFormat();
+    const float largest = fp4 ? 6.0f : 448.0f;
+    const int64_t n = Count(c.shape);
+    const int64_t cols = c.shape.back();
+    const BlockScaling& scaling = FindBlockScaleRule(*c.format)->scaling();
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t code = rng() % (fp4 ? 16 : 256);
+      if (!fp4 && (code & 0x7F) == 0x7F) code = 0;  // No NaN inputs.
+      float v = static_cast<float>(element.Decode(code));
+      if (std::fabs(v) > largest) v = largest;
+      const int64_t r = i / cols, col = i % cols;
+      bool first = false;
+      if (c.format == dtypes::FP8E4M3Tensorwise()) {
+        first = i == 0;
+      } else if (c.format == dtypes::FP8E4M3Rowwise()) {
+        first = col == 0;
+      } else if (c.format == dtypes::FP8E4M3Block128x128()) {
+        first = r % 128 == 0 && col % 128 == 0;
+      } else {
+        first = col % scaling.blocks[0] == 0;
+      }
+      x[i] = first ? largest : v;
+    }
+    auto q = QuantizeBlockScaled(Floats(c.shape, x), *c.format, c.mode,
+                                 c.layout);
+    ASSERT_TRUE(q.ok()) << q.status();
+    auto d = Dequantize(*q, *dtypes::Float32());
+    ASSERT_TRUE(d.ok()) << d.status();
+    std::string want(reinterpret_cast<const char*>(x.data()), 4 * n);
+    EXPECT_TRUE(SameValues(Bytes(*d), want, 4));
+  }
+}
+
+// Scenario: row-major and swizzled scales of the same values are the same
+// values.
+TEST(DequantizeTest, RowMajorAndSwizzledScalesDequantizeAlike) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 3.0f);
+  for (const CompoundDType* format :
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4(), dtypes::NVFP4TS(),
+        dtypes::NVFP4TSRecip()}) {
+    for (const std::vector<int64_t>& shape :
+         {std::vector<int64_t>{200, 64}, std::vector<int64_t>{2, 33, 96}}) {
+      SCOPED_TRACE(absl::StrCat(format->name(), " ", shape.size()));
+      std::vector<float> x(Count(shape));
+      for (float& v : x) v = normal(rng);
+      const Tensor src = Floats(shape, x);
+      const int64_t mode = shape.size() - 1;
+      auto rows = QuantizeBlockScaled(src, *format, mode, ScaleLayout::kRowMajor);
+      auto tiles =
+          QuantizeBlockScaled(src, *format, mode, ScaleLayout::kSwizzled128x4);
+      ASSERT_TRUE(rows.ok() && tiles.ok());
+      for (const SimpleDType* to :
+           {dtypes::Float32(), dtypes::BFloat16(), dtypes::Float16()}) {
+        EXPECT_EQ(Bytes(*Dequantize(*rows, *to)),
+                  Bytes(*Dequantize(*tiles, *to)));
+      }
+    }
+  }
+}
+
+TEST(DequantizeTest, DequantizeIntoWritesThroughAnyStridesOrNothing) {
+  const Case c = Cases()[0];
+  const Tensor t = CaseTensor(c);
+  const Tensor want = *Dequantize(t, *dtypes::BFloat16());
+  // A transposed slice of a larger buffer.
+  const std::vector<int64_t> shape = t.shape();
+  auto big = *HostCarrier::Create(*dtypes::BFloat16(), 4 * Count(shape) + 8);
+  std::memset(big->mutable_data(), 0x55, 2 * big->size());
+  const Tensor buffer = *Tensor::Create(
+      big, 8, *Layout::RowMajor(IntTuple::Flat({shape[1], 4 * shape[0]})));
+  const Tensor out =
+      *Permute(*Slice(buffer, 1, 0, 4 * shape[0], 4), std::vector<int64_t>{1, 0});
+  ASSERT_EQ(out.shape(), shape);
+  const uint64_t version = big->version();
+  ASSERT_TRUE(DequantizeInto(out, t).ok());
+  EXPECT_EQ(big->version(), version + 1);
+  EXPECT_EQ(Bytes(*Clone(out)), Bytes(want));
+  // Untouched between the strided values.
+  EXPECT_EQ(static_cast<const uint8_t*>(big->data())[0], 0x55);
+  EXPECT_EQ(static_cast<const uint8_t*>(big->data())[2 * 8 + 2], 0x55);
+
+  const std::string before(static_cast<const char*>(big->data()),
+                           2 * big->size());
+  // Wrong shape, wrong dtype, a compound out, a multi-level out: no effect.
+  auto wrong_shape = *Slice(out, 0, 0, 1);
+  EXPECT_TRUE(IsValueError(DequantizeInto(wrong_shape, t)));
+  auto ints = *HostCarrier::Create(*dtypes::Int32(), Count(shape));
+  EXPECT_TRUE(IsTypeError(DequantizeInto(
+      *Tensor::Create(ints, 0, *Layout::RowMajor(IntTuple::Flat(shape))), t)));
+  EXPECT_TRUE(IsOneSubtensorRequired(DequantizeInto(t, t)));
+  EXPECT_EQ(std::string(static_cast<const char*>(big->data()), 2 * big->size()),
+            before);
+  EXPECT_EQ(big->version(), version + 1);
+  // `to` outside the three.
+  EXPECT_TRUE(IsTypeError(Dequantize(t, *dtypes::Int8()).status()));
+  EXPECT_TRUE(IsTypeError(Dequantize(t, *dtypes::Float64()).status()));
+}
+
+TEST(DequantizeTest, OneLevelTensorsCastAndLevelsAreViewsOfTheSameBytes) {
+  const Tensor plain = Floats({2, 3}, {1, 2, 3, 4, 5, 6.5f});
+  auto bf = Dequantize(plain, *dtypes::BFloat16());
+  ASSERT_TRUE(bf.ok());
+  EXPECT_EQ(Bytes(*bf), Bytes(*Cast(plain, *dtypes::BFloat16())));
+
+  const Tensor t = CaseTensor(Cases()[0]);
+  auto levels = Levels(t);
+  ASSERT_TRUE(levels.ok()) << levels.status();
+  const Representation& rep = TensorAccess::representation(t);
+  ASSERT_EQ(levels->size(), static_cast<size_t>(rep.num_levels()));
+  for (int k = 0; k < rep.num_levels(); ++k) {
+    const Tensor& level = (*levels)[k];
+    EXPECT_EQ(level.num_subtensors(), 1);
+    EXPECT_EQ(level.carrier(), rep.subtensor(k).carrier);
+    EXPECT_EQ(level.offset(), rep.subtensor(k).offset);
+    EXPECT_EQ(level.layout(), rep.subtensor(k).placement);
+    EXPECT_EQ(&level.dtype(), rep.subtensor(k).storage_dtype);
+  }
+}
+
+// values.md section 0: a multi-subtensor Tensor of another compound dtype is
+// refused by Dequantize and Levels with the one-subtensor-required error.
+TEST(DequantizeTest, OtherCompoundDTypesAreOneSubtensorRequired) {
+  auto pair = CompoundDType::Create(
+      "dequantize_test_pair", {dtypes::Float32(), dtypes::Float32()});
+  ASSERT_TRUE(pair.ok()) << pair.status();
+  auto a = *HostCarrier::Create(*dtypes::Float32(), 4);
+  auto b = *HostCarrier::Create(*dtypes::Float32(), 4);
+  std::vector<SubtensorCandidate> subtensors;
+  subtensors.push_back({dtypes::Float32(), a, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
+  subtensors.push_back({dtypes::Float32(), b, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
+  std::vector<absl::StatusOr<Layout>> adjacent;
+  adjacent.push_back(*Layout::RowMajor(IntTuple::Flat({4})));
+  auto rep = Representation::Create(*pair, std::move(subtensors),
+                                    std::move(adjacent));
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  const Tensor t = MakeTensor(*std::move(rep));
+  EXPECT_TRUE(IsOneSubtensorRequired(Dequantize(t, *dtypes::Float32()).status()));
+  EXPECT_TRUE(IsOneSubtensorRequired(Levels(t).status()));
+  auto out = *HostCarrier::Create(*dtypes::Float32(), 4);
+  EXPECT_TRUE(IsOneSubtensorRequired(DequantizeInto(
+      *Tensor::Create(out, 0, *Layout::RowMajor(IntTuple::Flat({4}))), t)));
+  EXPECT_EQ(out->version(), 0u);
+}
+
+}  // namespace
+}  // namespace strata
