@@ -71,14 +71,15 @@ class LevelReader {
     if (bits_ <= 8) {
       for (uint32_t code = 0; code < (1u << bits_); ++code) {
         uint8_t byte = static_cast<uint8_t>(code);
-        table_[code] = static_cast<float>(LoadDouble(dtype_, &byte, 0)) -
-                       zero_point;
+        table_[code] =
+            static_cast<float>(LoadDouble(dtype_, &byte, 0)) - zero_point;
       }
     }
   }
   float operator()(int64_t index) const {
     if (bits_ == 8) return table_[data_[index]];
-    if (bits_ == 4) return table_[(data_[index >> 1] >> ((index & 1) * 4)) & 15];
+    if (bits_ == 4)
+      return table_[(data_[index >> 1] >> ((index & 1) * 4)) & 15];
     if (bits_ < 8) return table_[ReadPacked(data_, bits_, index)];
     return static_cast<float>(LoadDouble(dtype_, data_, index));
   }

@@ -12,6 +12,8 @@
 //   - Dequantize(Quantize(x)) == x where the format holds x exactly;
 //   - DequantizeInto writes through any strides, refuses what values.md
 //     refuses with nothing written, and Levels are views of the same bytes.
+#include "ops/dequantize.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -37,7 +39,6 @@
 #include "gtest/gtest.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
-#include "ops/dequantize.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
 #include "views/shard_plan.h"
@@ -70,10 +71,9 @@ int64_t Count(const std::vector<int64_t>& shape) {
 
 std::string Bytes(const Tensor& compact) {
   const int64_t width = compact.dtype().AsSimple()->bits() / 8;
-  return std::string(
-      static_cast<const char*>(compact.carrier()->data()) +
-          compact.offset() * width,
-      compact.size() * width);
+  return std::string(static_cast<const char*>(compact.carrier()->data()) +
+                         compact.offset() * width,
+                     compact.size() * width);
 }
 
 // Bit equality, NaNs equal to NaNs (values.md fixes no NaN payload).
@@ -108,9 +108,8 @@ std::string Bytes(const Tensor& compact) {
               ((b & 0x7C00u) == 0x7C00u && (b & 0x3FFu));
     }
     if (nan_a && nan_b) continue;
-    return ::testing::AssertionFailure()
-           << "value " << i / width << ": 0x" << std::hex << a << ", want 0x"
-           << b;
+    return ::testing::AssertionFailure() << "value " << i / width << ": 0x"
+                                         << std::hex << a << ", want 0x" << b;
   }
   return ::testing::AssertionSuccess();
 }
@@ -161,8 +160,7 @@ Tensor CaseTensor(const Case& c) {
   const char* ext[] = {"codes", "scales", "tensor_scale"};
   for (int k = 0; k < rep.num_levels(); ++k) {
     const Subtensor& s = rep.subtensor(k);
-    const std::string bytes =
-        ReadFile(absl::StrCat(kDir, c.name, ".", ext[k]));
+    const std::string bytes = ReadFile(absl::StrCat(kDir, c.name, ".", ext[k]));
     const int64_t size = (s.carrier->size() * s.storage_dtype->bits() + 7) / 8;
     EXPECT_EQ(static_cast<int64_t>(bytes.size()), size) << ext[k];
     std::memcpy(s.carrier->mutable_data(), bytes.data(),
@@ -183,9 +181,9 @@ TEST(DequantizeTest, EveryGoldenCaseGivesTheReferenceBytes) {
       const char* ext;
       int width;
     };
-    for (const Out o : {Out{dtypes::Float32(), "f32", 4},
-                        Out{dtypes::BFloat16(), "bf16", 2},
-                        Out{dtypes::Float16(), "f16", 2}}) {
+    for (const Out o :
+         {Out{dtypes::Float32(), "f32", 4}, Out{dtypes::BFloat16(), "bf16", 2},
+          Out{dtypes::Float16(), "f16", 2}}) {
       SCOPED_TRACE(o.ext);
       auto d = Dequantize(t, *o.dtype);
       ASSERT_TRUE(d.ok()) << d.status();
@@ -216,18 +214,18 @@ std::vector<std::pair<std::string, absl::StatusOr<Tensor>>> SomeViews(
     if (!granule.ok() || shape[dim] == 0) continue;
     const int64_t blocks = (shape[dim] + *granule - 1) / *granule;
     const int64_t a = rng() % blocks, b = a + 1 + rng() % (blocks - a);
-    out.push_back({absl::StrCat("slice ", dim, " [", a * *granule, ",",
-                                std::min(b * *granule, shape[dim]), ")"),
-                   Slice(t, dim, a * *granule,
-                         std::min(b * *granule, shape[dim]))});
+    out.push_back(
+        {absl::StrCat("slice ", dim, " [", a * *granule, ",",
+                      std::min(b * *granule, shape[dim]), ")"),
+         Slice(t, dim, a * *granule, std::min(b * *granule, shape[dim]))});
     if (rank >= 3 && dim == 0) {  // One expert of a batched Tensor.
       out.push_back({"expert", Squeeze(*Slice(t, 0, 1, 2), 0)});
     }
     absl::StatusOr<ShardPlan> plan = PlanShards(t, dim, 2);
     if (plan.ok()) {
       for (size_t p = 0; p < plan->parts.size(); ++p) {
-        out.push_back({absl::StrCat("part ", p, " of dim ", dim),
-                       plan->parts[p].view});
+        out.push_back(
+            {absl::StrCat("part ", p, " of dim ", dim), plan->parts[p].view});
       }
     }
   }
@@ -284,8 +282,8 @@ TEST(DequantizeTest, DequantizeOfAViewIsTheViewOfTheValues) {
         // where its layout's offset lands; compute it from the shapes.
         int64_t dim = 0, start = 0, stop = 0;
         if (absl::StartsWith(what, "slice")) {
-          std::vector<std::string> f = absl::StrSplit(what, absl::ByAnyChar(" [,)"),
-                                                      absl::SkipEmpty());
+          std::vector<std::string> f =
+              absl::StrSplit(what, absl::ByAnyChar(" [,)"), absl::SkipEmpty());
           ASSERT_TRUE(absl::SimpleAtoi(f[1], &dim));
           ASSERT_TRUE(absl::SimpleAtoi(f[2], &start));
           ASSERT_TRUE(absl::SimpleAtoi(f[3], &stop));
@@ -324,12 +322,18 @@ TEST(DequantizeTest, DequantizeOfQuantizeIsExactWhereTheFormatHoldsTheValue) {
     ScaleLayout layout;
   };
   const std::vector<Exact> cases = {
-      {dtypes::FP8E4M3Tensorwise(), {5, 70}, kBlocksOfTheFormat,
+      {dtypes::FP8E4M3Tensorwise(),
+       {5, 70},
+       kBlocksOfTheFormat,
        ScaleLayout::kRowMajor},
-      {dtypes::FP8E4M3Rowwise(), {5, 70}, kBlocksOfTheFormat,
+      {dtypes::FP8E4M3Rowwise(),
+       {5, 70},
+       kBlocksOfTheFormat,
        ScaleLayout::kRowMajor},
       {dtypes::FP8E4M3Block1x128(), {3, 300}, 1, ScaleLayout::kRowMajor},
-      {dtypes::FP8E4M3Block128x128(), {130, 260}, kBlocksOfTheFormat,
+      {dtypes::FP8E4M3Block128x128(),
+       {130, 260},
+       kBlocksOfTheFormat,
        ScaleLayout::kRowMajor},
       {dtypes::MXFP8E4M3(), {130, 64}, 1, ScaleLayout::kRowMajor},
       {dtypes::MXFP8E4M3(), {130, 64}, 1, ScaleLayout::kSwizzled128x4},
@@ -364,8 +368,8 @@ TEST(DequantizeTest, DequantizeOfQuantizeIsExactWhereTheFormatHoldsTheValue) {
       }
       x[i] = first ? largest : v;
     }
-    auto q = QuantizeBlockScaled(Floats(c.shape, x), *c.format, c.mode,
-                                 c.layout);
+    auto q =
+        QuantizeBlockScaled(Floats(c.shape, x), *c.format, c.mode, c.layout);
     ASSERT_TRUE(q.ok()) << q.status();
     auto d = Dequantize(*q, *dtypes::Float32());
     ASSERT_TRUE(d.ok()) << d.status();
@@ -380,8 +384,8 @@ TEST(DequantizeTest, RowMajorAndSwizzledScalesDequantizeAlike) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 3.0f);
   for (const CompoundDType* format :
-       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4(), dtypes::NVFP4TS(),
-        dtypes::NVFP4TSRecip()}) {
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4(),
+        dtypes::NVFP4TS(), dtypes::NVFP4TSRecip()}) {
     for (const std::vector<int64_t>& shape :
          {std::vector<int64_t>{200, 64}, std::vector<int64_t>{2, 33, 96}}) {
       SCOPED_TRACE(absl::StrCat(format->name(), " ", shape.size()));
@@ -389,7 +393,8 @@ TEST(DequantizeTest, RowMajorAndSwizzledScalesDequantizeAlike) {
       for (float& v : x) v = normal(rng);
       const Tensor src = Floats(shape, x);
       const int64_t mode = shape.size() - 1;
-      auto rows = QuantizeBlockScaled(src, *format, mode, ScaleLayout::kRowMajor);
+      auto rows =
+          QuantizeBlockScaled(src, *format, mode, ScaleLayout::kRowMajor);
       auto tiles =
           QuantizeBlockScaled(src, *format, mode, ScaleLayout::kSwizzled128x4);
       ASSERT_TRUE(rows.ok() && tiles.ok());
@@ -412,8 +417,8 @@ TEST(DequantizeTest, DequantizeIntoWritesThroughAnyStridesOrNothing) {
   std::memset(big->mutable_data(), 0x55, 2 * big->size());
   const Tensor buffer = *Tensor::Create(
       big, 8, *Layout::RowMajor(IntTuple::Flat({shape[1], 4 * shape[0]})));
-  const Tensor out =
-      *Permute(*Slice(buffer, 1, 0, 4 * shape[0], 4), std::vector<int64_t>{1, 0});
+  const Tensor out = *Permute(*Slice(buffer, 1, 0, 4 * shape[0], 4),
+                              std::vector<int64_t>{1, 0});
   ASSERT_EQ(out.shape(), shape);
   const uint64_t version = big->version();
   ASSERT_TRUE(DequantizeInto(out, t).ok());
@@ -464,21 +469,24 @@ TEST(DequantizeTest, OneLevelTensorsCastAndLevelsAreViewsOfTheSameBytes) {
 // values.md section 0: a multi-subtensor Tensor of another compound dtype is
 // refused by Dequantize and Levels with the one-subtensor-required error.
 TEST(DequantizeTest, OtherCompoundDTypesAreOneSubtensorRequired) {
-  auto pair = CompoundDType::Create(
-      "dequantize_test_pair", {dtypes::Float32(), dtypes::Float32()});
+  auto pair = CompoundDType::Create("dequantize_test_pair",
+                                    {dtypes::Float32(), dtypes::Float32()});
   ASSERT_TRUE(pair.ok()) << pair.status();
   auto a = *HostCarrier::Create(*dtypes::Float32(), 4);
   auto b = *HostCarrier::Create(*dtypes::Float32(), 4);
   std::vector<SubtensorCandidate> subtensors;
-  subtensors.push_back({dtypes::Float32(), a, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
-  subtensors.push_back({dtypes::Float32(), b, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
+  subtensors.push_back(
+      {dtypes::Float32(), a, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
+  subtensors.push_back(
+      {dtypes::Float32(), b, 0, *Layout::RowMajor(IntTuple::Flat({4}))});
   std::vector<absl::StatusOr<Layout>> adjacent;
   adjacent.push_back(*Layout::RowMajor(IntTuple::Flat({4})));
-  auto rep = Representation::Create(*pair, std::move(subtensors),
-                                    std::move(adjacent));
+  auto rep =
+      Representation::Create(*pair, std::move(subtensors), std::move(adjacent));
   ASSERT_TRUE(rep.ok()) << rep.status();
   const Tensor t = MakeTensor(*std::move(rep));
-  EXPECT_TRUE(IsOneSubtensorRequired(Dequantize(t, *dtypes::Float32()).status()));
+  EXPECT_TRUE(
+      IsOneSubtensorRequired(Dequantize(t, *dtypes::Float32()).status()));
   EXPECT_TRUE(IsOneSubtensorRequired(Levels(t).status()));
   auto out = *HostCarrier::Create(*dtypes::Float32(), 4);
   EXPECT_TRUE(IsOneSubtensorRequired(DequantizeInto(

@@ -39,7 +39,9 @@ constexpr char kUsage[] =
     "                                 the format fixes its blocks; FILE '-' reads standard\n"
     "                                 input: prod(SHAPE) float32 values, little-endian)\n"
     "  strata import FILE [--dump NAME [--data]]   (a safetensors or GGUF file)\n"
-    "  strata shard FILE NAME DIM PARTS   (a checkpoint, or a text dump with NAME '-')\n";
+    "  strata shard FILE NAME DIM PARTS   (a checkpoint, or a text dump with NAME '-')\n"
+    "  strata dequantize FILE NAME [--dtype float32|bfloat16|float16] [--out OUT.npy]\n"
+    "                                 (a checkpoint, or '-' '-': a text dump on standard input)\n";
 // clang-format on
 
 int Usage() {

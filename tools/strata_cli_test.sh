@@ -423,5 +423,30 @@ done
 out=$("$strata" quantize mxfp8_e4m3 '(4,64)' -1 --input "$ones64"); status=$?
 [ "$status" = 0 ] || fail "quantize mxfp8 BLOCKED_MODE -1: $status $out"
 
+# strata dequantize (values.md section 3).
+out=$("$strata" quantize mxfp8_e4m3 '(4,64)' 1 --input "$ones64" | "$strata" dequantize - - --dtype bfloat16 --out "$TEST_TMPDIR/ones.npy"); status=$?
+[ "$status" = 0 ] && [ "$out" = '- dtype=mxfp8_e4m3 shape=(4,64) -> bfloat16: min=1 max=1 absmax=1 mean=1 nan=0 inf=0' ] ||
+  fail "dequantize dump: $status $out"
+[ "$(head -c 6 "$TEST_TMPDIR/ones.npy" | tail -c 5)" = NUMPY ] && [ "$(wc -c < "$TEST_TMPDIR/ones.npy")" = $((128 + 512)) ] ||
+  fail "dequantize npy: $(wc -c < "$TEST_TMPDIR/ones.npy") bytes"
+if /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+  /usr/bin/python3 -c 'import numpy, sys; a = numpy.load(sys.argv[1]); assert a.dtype == numpy.uint16 and a.shape == (4, 64) and (a == 0x3F80).all(), a' "$TEST_TMPDIR/ones.npy" ||
+    fail "numpy.load of the .npy"
+fi
+out=$("$strata" dequantize "$TEST_TMPDIR/model.bin" w_q8); status=$?
+[ "$status" = 0 ] && echo "$out" | grep -qE '^w_q8 dtype=q8_0 shape=\(4,64\) -> float32: min=[-0-9.e]+ max=[-0-9.e]+ absmax=[0-9.e]+ mean=[-0-9.e]+ nan=0 inf=0$' ||
+  fail "dequantize gguf: $status $out"
+out=$("$strata" dequantize "$TEST_TMPDIR/model.bin" nothing); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q '^nothing: ValueError: strata dequantize: .* holds no tensor named "nothing"$' || fail "dequantize absent: $status $out"
+out=$("$strata" dequantize "$TEST_TMPDIR/model.bin" w_q8 --dtype int8); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q '^w_q8: TypeError: ' || fail "dequantize --dtype int8: $status $out"
+"$strata" dequantize "$ones64" w >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "dequantize of a non-checkpoint exit $status"
+"$strata" dequantize "$TEST_TMPDIR/model.bin" >/dev/null 2>&1; status=$?
+[ "$status" = 2 ] || fail "dequantize usage exit $status"
+out=$(printf 'logical_dtype: "float32"\ncarriers { id: "c0" carrier_class: "host" dtype: "float32" size: 0 }\nsubtensors { storage_dtype: "float32" carrier: "c0" placement: "0:1" }' | "$strata" dequantize - -); status=$?
+[ "$status" = 0 ] && [ "$out" = '- dtype=float32 shape=(0) -> float32: min=nan max=nan absmax=nan mean=nan nan=0 inf=0' ] ||
+  fail "dequantize empty: $status $out"
+
 if [ "$failures" -ne 0 ]; then echo "$failures failed"; exit 1; fi
 echo "strata CLI: all checks passed"

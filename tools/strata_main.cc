@@ -13,6 +13,7 @@
 //                                quantize float32 values, print the Tensor
 //   strata import FILE           a safetensors or GGUF file's tensors
 //   strata shard FILE NAME DIM PARTS  the exact tensor-parallel split of a dim
+//   strata dequantize FILE NAME [--dtype D] [--out OUT.npy]  a Tensor's values
 // clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
@@ -23,6 +24,7 @@
 #include "tools/cli_util.h"
 #include "tools/commands.h"
 #include "tools/demo_command.h"
+#include "tools/dequantize_command.h"
 #include "tools/import_command.h"
 #include "tools/shard_command.h"
 
@@ -46,6 +48,7 @@ constexpr Command kCommands[] = {
     {"quantize", strata::QuantizeCommand},
     {"import", strata::ImportCommand},
     {"shard", strata::ShardCommand},
+    {"dequantize", strata::DequantizeCommand},
 };
 
 }  // namespace
