@@ -115,6 +115,15 @@ absl::StatusOr<const SimpleDType*> DTypeOfCode(DLDataType t) {
 }  // namespace
 
 absl::StatusOr<DLManagedTensor*> ToDLPack(const Tensor& tensor) {
+  if (tensor.num_subtensors() > 1) {
+    // The spec refuses the export; values.md says where the values are.
+    return OneSubtensorRequiredError(absl::StrCat(
+        "ToDLPack requires a one-subtensor Tensor; got ",
+        tensor.num_subtensors(), " subtensors (logical dtype ",
+        tensor.dtype().name(),
+        "): export a block-scaled Tensor's values with dequantize "
+        "(ops/dequantize.h Dequantize) or its levels one by one (levels)"));
+  }
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(tensor, "ToDLPack"));
   const SimpleDType& d = *tensor.dtype().AsSimple();
   STRATA_ASSIGN_OR_RETURN(DLDataType type, DataTypeOf(d));

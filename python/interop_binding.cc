@@ -12,6 +12,8 @@
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
+#include "dtype/registry.h"
+#include "ops/dequantize.h"
 #include "ops/quantize.h"
 #include "proto/codec.h"
 #include "python/binding.h"
@@ -160,6 +162,49 @@ void BindInterop(py::module_& module) {
       "Quantizes a float Tensor into a block-scaled format (a compound dtype "
       "or its name); blocked_dim is the blocked dim of formats whose caller "
       "chooses it, None for those whose blocks the format fixes.");
+
+  module.def(
+      "dequantize",
+      [](py::handle tensor, py::handle dtype, py::handle out) -> py::object {
+        const Tensor& source = ToTensor(tensor, "dequantize: t");
+        const SimpleDType* to =
+            dtype.is_none() ? nullptr
+                            : &ToSimpleDType(dtype, "dequantize: dtype", true);
+        if (out.is_none()) {
+          const SimpleDType& into = to != nullptr ? *to : *dtypes::Float32();
+          return TensorObject(ValueOrRaise(
+              WithoutGil({&source}, [&] { return Dequantize(source, into); })));
+        }
+        const Tensor target = ToTensorOrImport(out, "dequantize: out");
+        if (to != nullptr && &target.dtype() != to) {
+          RaisePython(
+              PyExc_TypeError,
+              absl::StrCat("dequantize: out is ", target.dtype().name(),
+                           " and dtype is ", to->name(), "; pass one of them"));
+        }
+        ThrowIfError(WithoutGil({&source, &target}, [&] {
+          return DequantizeInto(target, source);
+        }));
+        return py::reinterpret_borrow<py::object>(out);
+      },
+      py::arg("t"), py::arg("dtype") = py::none(), py::arg("out") = py::none(),
+      "The values of a block-scaled Tensor (values.md section 1) as a new "
+      "float32, bfloat16 or float16 Tensor, or written into `out` (a "
+      "one-level Tensor or any DLPack array of the same shape and a float "
+      "dtype, whatever its strides), which is returned.");
+
+  module.def(
+      "_levels",
+      [](py::handle tensor) {
+        const Tensor& t = ToTensor(tensor, "levels: t");
+        std::vector<Tensor> levels = ValueOrRaise(Levels(t));
+        py::tuple out(levels.size());
+        for (size_t k = 0; k < levels.size(); ++k) {
+          out[k] = TensorObject(std::move(levels[k]));
+        }
+        return out;
+      },
+      py::arg("t"));
 
   module.def(
       "_read_safetensors",

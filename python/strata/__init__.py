@@ -23,6 +23,7 @@ from ._strata import (
     dump,
     from_dlpack,
     plan_shards,
+    dequantize,
     quantize,
     replay,
     shard_granule,
@@ -67,10 +68,27 @@ def read_checkpoint(path):
 
 def _numpy(self):
     """The values as a numpy array over the same memory (numpy.from_dlpack:
-    read-only)."""
+    read-only). A block-scaled Tensor is refused, as its DLPack export is:
+    OneSubtensorRequiredError naming dequantize and levels."""
     import numpy
 
     return numpy.from_dlpack(self)
+
+
+def _dequantize(self, dtype=None):
+    """The values (values.md section 1) as a new float32 (default), bfloat16
+    or float16 Tensor: strata.dequantize(self, dtype)."""
+    return dequantize(self, dtype)
+
+
+def _levels(self):
+    """The levels as one-level Tensors (codes, then scales), each a view of
+    the same carrier, offset and placement: exportable by DLPack."""
+    return _strata._levels(self)
+
+
+Tensor.dequantize = _dequantize
+Tensor.levels = property(_levels)
 
 
 Tensor.numpy = _numpy
@@ -112,6 +130,7 @@ __all__ = [
     "from_dlpack",
     "layout",
     "plan_shards",
+    "dequantize",
     "quantize",
     "read_checkpoint",
     "read_gguf",
