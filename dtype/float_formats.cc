@@ -8,17 +8,6 @@
 #include "dtype/registry.h"
 
 namespace strata {
-uint32_t FloatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
-float BitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-
 float HalfToFloat(uint16_t h) {
   const uint32_t sign = (h & 0x8000u) << 16;
   const uint32_t exponent = (h >> 10) & 0x1F;
@@ -30,36 +19,6 @@ float HalfToFloat(uint16_t h) {
   // Zero or subnormal: mantissa * 2^-24, exact in float.
   const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
   return sign ? -magnitude : magnitude;
-}
-
-uint16_t FloatToHalf(float value) {
-  const uint32_t u = FloatBits(value);
-  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
-  const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > 0x7F800000u) return sign | 0x7E00u;   // NaN (quiet).
-  if (a >= 0x477FF000u) return sign | 0x7C00u;  // Rounds to inf (>= 65520).
-  if (a < 0x38800000u) {                        // Below the smallest normal.
-    // Subnormal half: round(a_value * 2^24) to nearest even, exactly in float.
-    const float scaled = BitsFloat(a) * 16777216.0f;  // * 2^24, exact.
-    return sign | static_cast<uint16_t>(std::nearbyint(scaled));
-  }
-  // Normal: rebias and round the 13 dropped bits to nearest even.
-  const uint32_t rebased = a - 0x38000000u;  // Exponent bias 127 -> 15.
-  const uint32_t rounded = rebased + 0xFFFu + ((rebased >> 13) & 1u);
-  return sign | static_cast<uint16_t>(rounded >> 13);
-}
-
-float BFloat16ToFloat(uint16_t b) {
-  return BitsFloat(static_cast<uint32_t>(b) << 16);
-}
-
-uint16_t FloatToBFloat16(float value) {
-  const uint32_t u = FloatBits(value);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
-    return static_cast<uint16_t>((u >> 16) | 0x40u);  // Quiet NaN, sign kept.
-  }
-  const uint32_t rounded = u + 0x7FFFu + ((u >> 16) & 1u);
-  return static_cast<uint16_t>(rounded >> 16);
 }
 
 int MiniFloat::emax() const {

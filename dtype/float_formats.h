@@ -11,19 +11,60 @@
 #define STRATA_DTYPE_FLOAT_FORMATS_H_
 
 #include <cstdint>
+#include <cstring>
 
 #include "dtype/dtype.h"
 
 namespace strata {
 
 // The IEEE binary32 bit pattern of a float, and back.
-uint32_t FloatBits(float value);
-float BitsFloat(uint32_t bits);
+inline uint32_t FloatBits(float value) {
+  uint32_t u;
+  std::memcpy(&u, &value, 4);
+  return u;
+}
+inline float BitsFloat(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 float HalfToFloat(uint16_t bits);
-uint16_t FloatToHalf(float value);
-float BFloat16ToFloat(uint16_t bits);
-uint16_t FloatToBFloat16(float value);
+
+// The narrowing conversions are inline: the dequantize kernels store one per
+// value, and a call each kept the loops from vectorizing. Round to nearest
+// even, overflow to infinity, NaN quiet with its sign.
+inline uint16_t FloatToHalf(float value) {
+  const uint32_t u = FloatBits(value);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return sign | 0x7E00u;   // NaN (quiet).
+  if (a >= 0x477FF000u) return sign | 0x7C00u;  // Rounds to inf (>= 65520).
+  if (a < 0x38800000u) {                        // Below the smallest normal.
+    // Subnormal half: round(a_value * 2^24) to nearest even, exactly in float
+    // (adding and subtracting 2^23 rounds a value below 2^10 to an integer).
+    const float scaled = BitsFloat(a) * 16777216.0f;  // * 2^24, exact.
+    const float rounded = (scaled + 8388608.0f) - 8388608.0f;
+    return sign | static_cast<uint16_t>(rounded);
+  }
+  // Normal: rebias and round the 13 dropped bits to nearest even.
+  const uint32_t rebased = a - 0x38000000u;  // Exponent bias 127 -> 15.
+  const uint32_t rounded = rebased + 0xFFFu + ((rebased >> 13) & 1u);
+  return sign | static_cast<uint16_t>(rounded >> 13);
+}
+
+inline float BFloat16ToFloat(uint16_t bits) {
+  return BitsFloat(static_cast<uint32_t>(bits) << 16);
+}
+
+inline uint16_t FloatToBFloat16(float value) {
+  const uint32_t u = FloatBits(value);
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+    return static_cast<uint16_t>((u >> 16) | 0x40u);  // Quiet NaN, sign kept.
+  }
+  const uint32_t rounded = u + 0x7FFFu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(rounded >> 16);
+}
 
 // A narrow floating format: sign bit (if signed), exponent, mantissa.
 struct MiniFloat {

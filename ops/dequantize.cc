@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,7 @@ namespace {
 using ops_internal::AlignedAccess;
 using ops_internal::ForEachIndex;
 using ops_internal::LoadDouble;
+using ops_internal::ModeAccess;
 using ops_internal::RequireData;
 using ops_internal::RequireWritable;
 
@@ -76,6 +78,9 @@ class LevelReader {
       }
     }
   }
+  int bits() const { return bits_; }
+  const uint8_t* data() const { return data_; }
+  const float* table() const { return table_.data(); }
   float operator()(int64_t index) const {
     if (bits_ == 8) return table_[data_[index]];
     if (bits_ == 4)
@@ -100,6 +105,8 @@ class ValueWriter {
               : &to == dtypes::Float16()  ? 2
                                           : 3),
         data_(static_cast<uint8_t*>(data)) {}
+  int kind() const { return kind_; }
+  uint8_t* data() const { return data_; }
   void operator()(int64_t index, float v) const {
     switch (kind_) {
       case 0:
@@ -160,6 +167,170 @@ absl::Status RequireReadable(const Tensor& t, const std::vector<Tensor>& levels,
   return absl::OkStatus();
 }
 
+// NOTE [ Runs of one scale ]
+// Along the innermost dim, the scale coordinate S_0 gives is constant over
+// runs (a block of 32 along it, a 128-value stretch of a 128x128 block, a
+// whole row of a rowwise Tensor). Where the codes (8 or 4 bits) and the
+// output are unit-stride along that dim, the kernel finds those runs once
+// (O(extent)) and, for every row, decodes each run's scale once and then
+// converts the run in a loop with no per-value index arithmetic, which the
+// compiler vectorizes for the float32 and bfloat16 stores. Every other
+// Tensor takes the general walk, with the same arithmetic.
+struct ScaleRun {
+  int64_t begin, length, scale_offset;
+};
+
+// How the tensor scale enters: none, times g, divided by g'.
+enum class TensorScale { kNone, kTimes, kDivided };
+
+template <typename T>
+inline void StoreAs(uint8_t* out, int64_t index, float v) {
+  if constexpr (std::is_same_v<T, float>) {
+    std::memcpy(out + 4 * index, &v, 4);
+  } else if constexpr (std::is_same_v<T, double>) {
+    const double d = v;
+    std::memcpy(out + 8 * index, &d, 8);
+  } else if constexpr (std::is_same_v<T, uint16_t>) {  // bfloat16
+    const uint16_t b = FloatToBFloat16(v);
+    std::memcpy(out + 2 * index, &b, 2);
+  } else {  // float16, as int16_t
+    const uint16_t h = FloatToHalf(v);
+    std::memcpy(out + 2 * index, &h, 2);
+  }
+}
+
+template <typename Out, int kBits, TensorScale kTensor>
+void ConvertRuns(const std::vector<ScaleRun>& runs, const uint8_t* codes,
+                 int64_t code_base, const float* table,
+                 const LevelReader& scale, int64_t scale_base, float g,
+                 uint8_t* out, int64_t out_base) {
+  for (const ScaleRun& run : runs) {
+    const float s = scale(scale_base + run.scale_offset);
+    const int64_t c0 = code_base + run.begin, o0 = out_base + run.begin;
+    for (int64_t j = 0; j < run.length; ++j) {
+      const int64_t c = c0 + j;
+      uint32_t code;
+      if constexpr (kBits == 8) {
+        code = codes[c];
+      } else {
+        code = (codes[c >> 1] >> ((c & 1) * 4)) & 15;
+      }
+      float v = table[code] * s;
+      if constexpr (kTensor == TensorScale::kTimes) v = v * g;
+      if constexpr (kTensor == TensorScale::kDivided) v = v / g;
+      StoreAs<Out>(out, o0 + j, v);
+    }
+  }
+}
+
+template <typename Out, int kBits>
+void ConvertRunsFor(TensorScale ts, const std::vector<ScaleRun>& runs,
+                    const uint8_t* codes, int64_t code_base, const float* table,
+                    const LevelReader& scale, int64_t scale_base, float g,
+                    uint8_t* out, int64_t out_base) {
+  switch (ts) {
+    case TensorScale::kNone:
+      return ConvertRuns<Out, kBits, TensorScale::kNone>(
+          runs, codes, code_base, table, scale, scale_base, g, out, out_base);
+    case TensorScale::kTimes:
+      return ConvertRuns<Out, kBits, TensorScale::kTimes>(
+          runs, codes, code_base, table, scale, scale_base, g, out, out_base);
+    case TensorScale::kDivided:
+      return ConvertRuns<Out, kBits, TensorScale::kDivided>(
+          runs, codes, code_base, table, scale, scale_base, g, out, out_base);
+  }
+}
+
+// The kernel of NOTE [ Runs of one scale ], when it applies; false otherwise
+// (nothing written).
+bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
+                    const LevelReader& code, const LevelReader& scale, float g,
+                    const Layout& out_layout, int64_t out_offset,
+                    const ValueWriter& write) {
+  const Representation& rep = TensorAccess::representation(t);
+  const std::vector<int64_t> shape = t.shape();
+  if (shape.empty() || (code.bits() != 8 && code.bits() != 4)) return false;
+  const Subtensor& codes = rep.subtensor(0);
+  const Subtensor& scales = rep.subtensor(1);
+  std::vector<ModeAccess> out_access = AlignedAccess(out_layout, shape);
+  std::vector<ModeAccess> code_access = AlignedAccess(codes.placement, shape);
+  std::vector<ModeAccess> s0_access =
+      AlignedAccess(rep.adjacent_layouts()[0], shape);
+  const int64_t n = shape.back();
+  const ModeAccess& out_last = out_access.back();
+  const ModeAccess& code_last = code_access.back();
+  if (n > 1 && !(out_last.strided() && out_last.stride == 1 &&
+                 code_last.strided() && code_last.stride == 1)) {
+    return false;
+  }
+  // Runs of one scale coordinate along the innermost dim.
+  std::vector<ScaleRun> runs;
+  const ModeAccess& s0_last = s0_access.back();
+  for (int64_t c = 0; c < n;) {
+    const int64_t at = s0_last.at(c);
+    int64_t end = c + 1;
+    while (end < n && s0_last.at(end) == at) ++end;
+    runs.push_back({c, end - c, at});
+    c = end;
+  }
+  // Scale offsets are carrier indices: the run's scale coordinate through L_1.
+  const bool tensor_scale = rule.tensor_scale() && rep.num_levels() > 2;
+  const TensorScale ts = !tensor_scale ? TensorScale::kNone
+                         : &t.dtype() == dtypes::NVFP4TSRecip()
+                             ? TensorScale::kDivided
+                             : TensorScale::kTimes;
+  std::vector<int64_t> outer(shape.begin(), shape.end() - 1);
+  out_access.pop_back();
+  code_access.pop_back();
+  s0_access.pop_back();
+  std::vector<ScaleRun> placed = runs;
+  ForEachIndex<3>(
+      outer,
+      {std::move(out_access), std::move(code_access), std::move(s0_access)},
+      {out_offset, codes.offset, 0}, [&](const std::array<int64_t, 3>& i) {
+        for (size_t r = 0; r < runs.size(); ++r) {
+          placed[r].scale_offset =
+              scales.placement(i[2] + runs[r].scale_offset);
+        }
+        const int64_t scale_base = scales.offset;
+        switch (write.kind()) {
+          case 0:
+            return code.bits() == 8
+                       ? ConvertRunsFor<float, 8>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0])
+                       : ConvertRunsFor<float, 4>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0]);
+          case 1:
+            return code.bits() == 8
+                       ? ConvertRunsFor<uint16_t, 8>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0])
+                       : ConvertRunsFor<uint16_t, 4>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0]);
+          case 2:
+            return code.bits() == 8
+                       ? ConvertRunsFor<int16_t, 8>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0])
+                       : ConvertRunsFor<int16_t, 4>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0]);
+          default:
+            return code.bits() == 8
+                       ? ConvertRunsFor<double, 8>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0])
+                       : ConvertRunsFor<double, 4>(
+                             ts, placed, code.data(), i[1], code.table(), scale,
+                             scale_base, g, write.data(), i[0]);
+        }
+      });
+  return true;
+}
+
 // The walk of NOTE [ Dequantize arithmetic ]: every value of block-scaled `t`
 // into `out_data` at out's `layout` and `offset`.
 void DequantizeKernel(const Tensor& t, const BlockScaleRule& rule,
@@ -183,6 +354,9 @@ void DequantizeKernel(const Tensor& t, const BlockScaleRule& rule,
     g = read2(level2.offset + level2.placement(s1(0)));
   }
   const Layout& s0 = rep.adjacent_layouts()[0];
+  if (RunsOfOneScale(t, rule, code, scale, g, out_layout, out_offset, write)) {
+    return;
+  }
   int64_t last = std::numeric_limits<int64_t>::min();
   float block_scale = 0.0f;
   ForEachIndex<3>(
@@ -297,6 +471,77 @@ absl::Status DequantizeInto(const Tensor& out, const Tensor& t) {
   }
   out.carrier()->BumpVersion();
   return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> LevelBytes(const Tensor& level) {
+  constexpr absl::string_view kOp = "LevelBytes";
+  if (level.num_subtensors() != 1) {
+    return ValueErrorCat(kOp, ": ", level.dtype().name(), " has ",
+                         level.num_subtensors(),
+                         " subtensors; take one of its levels first");
+  }
+  const std::shared_ptr<Carrier>& carrier = level.carrier();
+  const SimpleDType* storage = carrier->dtype().AsSimple();
+  if (storage == nullptr || carrier->data() == nullptr) {
+    return ValueErrorCat(kOp, ": the ", carrier->class_name(), " carrier of ",
+                         carrier->dtype().name(), " holds no host data");
+  }
+  const int bits = storage->bits();
+  if (bits % 8 != 0 && bits != 4) {
+    return ValueErrorCat(kOp, ": ", storage->name(), " values of ", bits,
+                         " bits are not whole bytes or nibbles");
+  }
+  std::vector<int64_t> shape, stride;
+  for (const Layout& mode : TopLevelModes(level.layout())) {
+    const Layout flat = Coalesce(mode);
+    if (!flat.shape().is_leaf()) {
+      return ValueErrorCat(kOp, ": the mode ", mode.ToString(), " of ",
+                           level.layout().ToString(), " is not one stride");
+    }
+    shape.push_back(flat.shape().value());
+    stride.push_back(flat.size() == 1 ? 0 : flat.stride().value());
+  }
+  int64_t offset = level.offset();
+  if (shape.empty() || (shape.back() > 1 && stride.back() != 1)) {
+    return ValueErrorCat(kOp, ": the last mode of ", level.layout().ToString(),
+                         " is not unit stride");
+  }
+  if (bits == 4) {
+    bool whole = offset % 2 == 0 && shape.back() % 2 == 0;
+    for (size_t j = 0; j + 1 < shape.size(); ++j) {
+      whole = whole && (shape[j] == 1 || stride[j] % 2 == 0);
+    }
+    if (!whole) {
+      return ValueErrorCat(kOp, ": a row of ", level.layout().ToString(),
+                           " at offset ", offset,
+                           " starts or ends inside a byte of 4-bit values");
+    }
+    for (int64_t& s : stride) s /= 2;
+    shape.back() /= 2;
+    stride.back() = 1;
+    offset /= 2;
+  } else {
+    const int64_t width = bits / 8;
+    for (int64_t& s : stride) s *= width;  // Strides fit: the level's bytes do.
+    shape.back() *= width;
+    stride.back() = 1;
+    offset *= width;
+  }
+  STRATA_ASSIGN_OR_RETURN(const int64_t bytes,
+                          StorageBytes(*storage, carrier->size()));
+  std::vector<IntTuple> s_shape(shape.begin(), shape.end());
+  std::vector<IntTuple> s_stride(stride.begin(), stride.end());
+  STRATA_ASSIGN_OR_RETURN(
+      Layout layout,
+      Layout::Create(IntTuple::Tuple(s_shape), IntTuple::Tuple(s_stride)));
+  std::shared_ptr<Carrier> owner = carrier;
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<ExternalCarrier> view,
+      ExternalCarrier::Create(
+          *dtypes::UInt8(), bytes, const_cast<void*>(carrier->data()),
+          [owner]() mutable { owner.reset(); }, carrier->version(),
+          carrier->read_only()));
+  return Tensor::Create(std::move(view), offset, std::move(layout));
 }
 
 }  // namespace strata

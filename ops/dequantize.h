@@ -75,6 +75,16 @@ absl::Status DequantizeInto(const Tensor& out, const Tensor& t);
 // block-scaled family.
 absl::StatusOr<std::vector<Tensor>> Levels(const Tensor& t);
 
+// The memory of one-level `level` as a one-level uint8 Tensor, for frameworks
+// without its dtype (torch 1.13 has no float8 or float4): the last dim's
+// extent times the value's bytes (halved for 4-bit values), every other
+// stride in bytes. It is a view of the same bytes over an external carrier
+// that holds `level`'s carrier alive, read-only where that one is, at that
+// one's version. Errors (ValueError): a multi-subtensor Tensor; a carrier
+// without host data; a mode that is not one stride, a last mode that is not
+// unit stride; a 4-bit level whose rows start or end mid-byte.
+absl::StatusOr<Tensor> LevelBytes(const Tensor& level);
+
 }  // namespace strata
 
 #endif  // STRATA_OPS_DEQUANTIZE_H_

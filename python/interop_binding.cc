@@ -207,6 +207,14 @@ void BindInterop(py::module_& module) {
       py::arg("t"));
 
   module.def(
+      "_level_bytes",
+      [](py::handle tensor) {
+        return TensorObject(
+            ValueOrRaise(LevelBytes(ToTensor(tensor, "bytes: self"))));
+      },
+      py::arg("t"));
+
+  module.def(
       "_read_safetensors",
       [](py::handle path) {
         Safetensors file = ValueOrRaise(

@@ -87,8 +87,18 @@ def _levels(self):
     return _strata._levels(self)
 
 
+def _bytes(self):
+    """The same memory as a one-level uint8 Tensor (the last extent times the
+    value's bytes, halved for 4-bit values), for frameworks without this
+    dtype (torch 1.13 has no float8/float4): a view, nothing copied.
+    ValueError where the last mode is not unit stride or a 4-bit row starts
+    or ends mid-byte."""
+    return _strata._level_bytes(self)
+
+
 Tensor.dequantize = _dequantize
 Tensor.levels = property(_levels)
+Tensor.bytes = _bytes
 
 
 Tensor.numpy = _numpy

@@ -52,8 +52,12 @@ def quantized(fmt, shape, mode, layout, seed=0):
 def level_bytes(level):
     # The whole carrier: the quantizer's levels start at 0 and cover it
     # (padding of the 128x4 tiles included). float8/float4 have no DLPack
-    # 0.6 type code; level.bytes() (values.md) is not built yet.
-    return level.carrier.tobytes()
+    # 0.6 type code: level.bytes() is the same memory as uint8.
+    raw = level.carrier.tobytes()
+    if level.is_contiguous() and level.offset == 0:
+        exported = np.from_dlpack(level.bytes()).tobytes()
+        assert raw.startswith(exported)
+    return raw
 
 
 @pytest.mark.parametrize("fmt,shape,mode,layout", CASES)
@@ -86,6 +90,25 @@ def test_levels_are_views_of_the_same_carriers():
     # The scales export to numpy (uint8 memory of e8m0: numpy reads the bytes).
     plain = strata.from_dlpack(np.arange(6, dtype=np.float32))
     assert plain.levels[0].shape == (6,)
+
+
+def test_level_bytes_is_the_same_memory_as_uint8():
+    import torch
+
+    t = quantized("nvfp4", (128, 32), 1, "row_major")
+    codes, scales = t.levels
+    b = codes.bytes()
+    assert b.shape == (128, 16) and b.dtype().name == "uint8"
+    assert np.from_dlpack(b).tobytes() == codes.carrier.tobytes()
+    # torch receives it, and a slice of whole bytes of a row too.
+    assert torch.from_dlpack(scales.bytes()).shape == (128, 2)
+    assert codes[:, 2:6].bytes().shape == (128, 2)
+    with pytest.raises(ValueError):
+        codes[:, 1:4].bytes()  # Starts mid-byte.
+    with pytest.raises(ValueError):
+        codes.permute((1, 0)).bytes()  # The last mode is not unit stride.
+    with pytest.raises(ValueError):
+        t.bytes()
 
 
 def test_numpy_of_a_block_scaled_tensor_names_dequantize_and_levels():
