@@ -1,0 +1,47 @@
+// Where the scales of a 1-D block format go, row-major or in the 128x4 tiles
+// (ScaleLayout::kSwizzled128x4 in ops/quantize.h): the plans the quantizer
+// and the relayout share.
+#ifndef STRATA_OPS_INTERNAL_SCALE_GRID_H_
+#define STRATA_OPS_INTERNAL_SCALE_GRID_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "layout/layout.h"
+
+namespace strata {
+namespace ops_internal {
+
+// The swizzled index of the scale of (batch, r, b) without the batch term,
+// for Bp padded blocks.
+inline int64_t SwizzledRowBase(int64_t r, int64_t padded_blocks) {
+  return (r / 128) * 128 * padded_blocks + (r % 32) * 16 + ((r / 32) % 4) * 4;
+}
+inline int64_t SwizzledBlockTerm(int64_t b) { return (b / 4) * 512 + b % 4; }
+
+// L_1, the level-1 domain S_0 addresses (per mode), the carrier size and,
+// swizzled, the sizes of the 128x4 tiles.
+struct ScaleGrid {
+  Layout l1;
+  std::vector<int64_t> domain;
+  int64_t scale_size = 0;
+  int64_t rows = 0;           // R: the other of the last two modes
+  int64_t padded_blocks = 0;  // Bp
+  int64_t tile = 0;           // Rp * Bp
+};
+
+// Row-major scales over the shape with `blocks` in the blocked dim.
+absl::StatusOr<ScaleGrid> PlanRowMajor(absl::Span<const int64_t> extents,
+                                       int64_t blocked_dim, int64_t blocks);
+
+// The 128x4 tiles: rows pad to Rp = 128 * ceil(R / 128), blocks to
+// Bp = 4 * ceil(nb / 4); errors (ValueError) name the size that overflows.
+absl::StatusOr<ScaleGrid> PlanSwizzle(absl::Span<const int64_t> extents,
+                                      int64_t blocked_dim, int64_t blocks);
+
+}  // namespace ops_internal
+}  // namespace strata
+
+#endif  // STRATA_OPS_INTERNAL_SCALE_GRID_H_
