@@ -99,6 +99,11 @@ STRATA_BLOCK_SCALED_DTYPE(Q8_0, "q8_0", Int8(), (Scales{Float16()}),
                           {{32}, 1, !kRagged, !kChosen})
 STRATA_BLOCK_SCALED_DTYPE(Q4_0, "q4_0", UInt4(), (Scales{Float16()}),
                           {{32}, 1, !kRagged, !kChosen})
+// DeepGEMM's UE8M0 scales for Blackwell (values.md section 2).
+STRATA_BLOCK_SCALED_DTYPE(FP8E4M3Block128x128UE8M0,
+                          "fp8_e4m3_block128x128_ue8m0", Float8E4M3FN(),
+                          (Scales{Float8E8M0FNU()}),
+                          {{128, 128}, 1, kRagged, !kChosen})
 #undef STRATA_BLOCK_SCALED_DTYPE
 
 const DTypeCategory* Any() {
@@ -154,6 +159,7 @@ DTypeRegistry::DTypeRegistry() : state_(new State) {
                                            dtypes::FP8E4M3Rowwise(),
                                            dtypes::FP8E4M3Block1x128(),
                                            dtypes::FP8E4M3Block128x128(),
+                                           dtypes::FP8E4M3Block128x128UE8M0(),
                                            dtypes::Q8_0(),
                                            dtypes::Q4_0(),
                                            dtypes::Any(),

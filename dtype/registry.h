@@ -67,6 +67,8 @@ const CompoundDType* FP8E4M3Tensorwise();    // e4m3 x one float32
 const CompoundDType* FP8E4M3Rowwise();       // e4m3 x float32 per row
 const CompoundDType* FP8E4M3Block1x128();    // 128 along one mode, ragged
 const CompoundDType* FP8E4M3Block128x128();  // 128x128 on the last two, ragged
+// 128x128 as above with e8m0 scales: code x 2^(e-127) (DeepGEMM's UE8M0).
+const CompoundDType* FP8E4M3Block128x128UE8M0();
 const CompoundDType* Q8_0();  // int8 x float16, 32 along the last mode
 const CompoundDType* Q4_0();  // (uint4 - 8) x float16, 32 along the last mode
 

@@ -21,6 +21,7 @@
 #include "layout/checked_math.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
+#include "ops/internal/quantize_chunk.h"
 #include "ops/internal/quantize_family.h"
 #include "ops/internal/quantize_kernel.h"
 #include "ops/internal/require.h"
@@ -57,7 +58,8 @@ struct Source {
 
 constexpr const char* kQuantizableFormats =
     "mxfp8_e4m3, mxfp4, nvfp4, nvfp4_ts, nvfp4_ts_recip, fp8_e4m3_tensorwise, "
-    "fp8_e4m3_rowwise, fp8_e4m3_block1x128, fp8_e4m3_block128x128, q8_0, "
+    "fp8_e4m3_rowwise, fp8_e4m3_block1x128, fp8_e4m3_block128x128, "
+    "fp8_e4m3_block128x128_ue8m0, q8_0, "
     "q4_0";
 
 using ops_internal::FamilyRecipe;
@@ -69,6 +71,9 @@ using ops_internal::FamilyRecipe;
 // do not say the arithmetic).
 std::optional<FamilyRecipe> FamilyRecipeOf(const CompoundDType& format) {
   if (&format == dtypes::NVFP4TS()) return FamilyRecipe::kNVFP4TS;
+  if (&format == dtypes::FP8E4M3Block128x128UE8M0()) {
+    return FamilyRecipe::kFP8UE8M0;
+  }
   if (&format == dtypes::NVFP4TSRecip()) return FamilyRecipe::kNVFP4TSRecip;
   if (&format == dtypes::Q8_0()) return FamilyRecipe::kQ8_0;
   if (&format == dtypes::Q4_0()) return FamilyRecipe::kQ4_0;
@@ -115,7 +120,8 @@ const float* RowMajorFloats(const Tensor& src, absl::Span<const Layout> modes,
 // QuantizeBlockScaled for the formats of FamilyRecipeOf.
 absl::StatusOr<Tensor> QuantizeIntoFamily(
     const Tensor& src, const CompoundDType& format, const BlockScaleRule& rule,
-    FamilyRecipe recipe, int64_t blocked_dim, ScaleLayout scale_layout) {
+    FamilyRecipe recipe, int64_t blocked_dim, ScaleLayout scale_layout,
+    int64_t whole_amax_bits, bool layouts_only) {
   const BlockScaling& scaling = rule.scaling();
   const auto modes = TopLevelModes(src.layout());
   const int64_t rank = modes.size();
@@ -197,7 +203,9 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
     value_layouts = {std::move(layouts.values), std::move(layouts.adjacent)};
   }
 
-  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  if (!layouts_only) {
+    STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  }
   const int64_t total = src.layout().size();
   const SimpleDType* element = format.simple_types()[0];
   const SimpleDType* scale = format.simple_types()[1];
@@ -206,7 +214,7 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
   STRATA_ASSIGN_OR_RETURN(auto scales,
                           HostCarrier::Create(*scale, grid.scale_size));
   float tensor_scale = 1.0f;
-  if (total > 0) {
+  if (total > 0 && !layouts_only) {
     std::vector<float> copy;
     const float* x = RowMajorFloats(src, modes, &copy);
     auto* out_values = static_cast<uint8_t*>(values->mutable_data());
@@ -214,7 +222,7 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
     std::vector<uint8_t> row_major_scales(swizzled ? total / 16 : 0);
     tensor_scale = ops_internal::QuantizeFamily(
         recipe, x, extents, block_of_mode, out_values,
-        swizzled ? row_major_scales.data() : out_scales);
+        swizzled ? row_major_scales.data() : out_scales, whole_amax_bits);
     if (swizzled) {
       // Row-major (batch, r, b) or (batch, b, r) scale codes into the tiles.
       const int64_t nb = extents[blocked_dim] / 16;
@@ -270,6 +278,15 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
                                            const CompoundDType& format,
                                            int64_t blocked_dim,
                                            ScaleLayout scale_layout) {
+  return ops_internal::QuantizeChunk(src, format, blocked_dim, scale_layout, -1,
+                                     false);
+}
+
+namespace ops_internal {
+
+absl::StatusOr<Tensor> QuantizeChunk(
+    const Tensor& src, const CompoundDType& format, int64_t blocked_dim,
+    ScaleLayout scale_layout, int64_t whole_amax_bits, bool layouts_only) {
   STRATA_RETURN_IF_ERROR(RequireKernelTensor(src, "QuantizeBlockScaled"));
   const SimpleDType* in = src.dtype().AsSimple();
   if (in != dtypes::Float32() && in != dtypes::Float16() &&
@@ -295,7 +312,7 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   if (rule != nullptr) {
     if (auto recipe = FamilyRecipeOf(format)) {
       return QuantizeIntoFamily(src, format, *rule, *recipe, blocked_dim,
-                                scale_layout);
+                                scale_layout, whole_amax_bits, layouts_only);
     }
   }
   const SimpleDType* element = format.simple_types()[0];
@@ -362,7 +379,9 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
 
   // The carriers come last, after every layout is known to exist: a refused
   // layout (a size past int64 before a zero extent) allocates nothing.
-  STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  if (!layouts_only) {
+    STRATA_RETURN_IF_ERROR(RequireHostData(src, "QuantizeBlockScaled"));
+  }
   const int64_t total = src.layout().size();
   STRATA_ASSIGN_OR_RETURN(auto values, HostCarrier::Create(*element, total));
   STRATA_ASSIGN_OR_RETURN(auto scales, HostCarrier::Create(*scale, scale_size));
@@ -370,7 +389,7 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
   // The kernel: every block of every (outer, inner) pair. An empty source
   // has none (and its offset tables could be huge: a (2^41, 0) source has
   // 2^41 outer coordinates and no value).
-  if (total > 0) {
+  if (total > 0 && !layouts_only) {
     // Outer dims, the blocked dim, inner dims (row-major); no product
     // overflows in a nonempty Tensor.
     int64_t outer = 1, inner = 1;
@@ -456,5 +475,7 @@ absl::StatusOr<Tensor> QuantizeBlockScaled(const Tensor& src,
           &format, {{element, values, 0, l0}, {scale, scales, 0, l1}}, {s0}));
   return MakeTensor(std::move(rep));
 }
+
+}  // namespace ops_internal
 
 }  // namespace strata

@@ -94,6 +94,20 @@ absl::StatusOr<Layout> CongruentAdjacent(const Layout& l0,
 
 }  // namespace
 
+absl::StatusOr<std::vector<int64_t>> ScaleBlocks(const Tensor& t) {
+  const CompoundDType* format = t.dtype().AsCompound();
+  if (format == nullptr || FindBlockScaleRule(*format) == nullptr ||
+      t.num_subtensors() < 2) {
+    return OneSubtensorRequiredError(absl::StrCat(
+        "ScaleBlocks: ", t.dtype().name(), " of ", t.num_subtensors(),
+        " subtensors is not a block-scaled Tensor"));
+  }
+  const Representation& rep = TensorAccess::representation(t);
+  const std::vector<int64_t> shape = t.shape();
+  return BlocksOf(shape, AlignedAccess(rep.adjacent_layouts()[0], shape),
+                  rep.subtensor(1).placement);
+}
+
 absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
   const CompoundDType* format = t.dtype().AsCompound();
   const BlockScaleRule* rule =

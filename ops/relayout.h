@@ -23,6 +23,9 @@
 #ifndef STRATA_OPS_RELAYOUT_H_
 #define STRATA_OPS_RELAYOUT_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "core/tensor.h"
 #include "ops/quantize.h"
@@ -39,6 +42,12 @@ namespace strata {
 // along one of the last two dims, a blocked extent the block does not divide,
 // sizes that overflow); what Representation::Create refuses of the result.
 absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout);
+
+// Per mode of `t`'s logical shape, how many consecutive values share one
+// scale along it (the first run of one scale through L_1 o S_0, with the
+// other modes at 0; the whole extent where the scale never changes).
+// Errors: OneSubtensorRequired for a Tensor outside the block-scaled family.
+absl::StatusOr<std::vector<int64_t>> ScaleBlocks(const Tensor& t);
 
 }  // namespace strata
 

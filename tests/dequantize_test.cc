@@ -45,6 +45,7 @@
 #include "ops/ops.h"
 #include "ops/quantize.h"
 #include "ops/relayout.h"
+#include "ops/requantize.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 
@@ -605,6 +606,164 @@ TEST(RelayoutTest, AMappedGgufTensorGetsPlanarScales) {
   EXPECT_GE(checked, 2);
   EXPECT_TRUE(IsOneSubtensorRequired(
       Relayout(Floats({2}, {1, 2}), ScaleLayout::kRowMajor).status()));
+}
+
+// values.md section 2: fp8_e4m3_block128x128_ue8m0 quantizes as DeepGEMM's
+// per_block_cast_to_fp8(use_ue8m0=True), bit for bit against the reference
+// (amax below 1e-4, zero blocks, ragged edges, 2^-20..2^20 magnitudes).
+TEST(RequantizeTest, Ue8m0QuantizationIsTheReferences) {
+  std::istringstream in(ReadFile(absl::StrCat(kDir, "ue8m0_cases.txt")));
+  std::string line;
+  int cases = 0;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::vector<std::string> f = absl::StrSplit(line, ' ');
+    SCOPED_TRACE(f[0]);
+    std::vector<int64_t> shape;
+    for (absl::string_view e : absl::StrSplit(f[1], ',')) {
+      int64_t v = 0;
+      ASSERT_TRUE(absl::SimpleAtoi(e, &v));
+      shape.push_back(v);
+    }
+    const std::string input = ReadFile(absl::StrCat(kDir, f[0], ".input"));
+    std::vector<float> x(input.size() / 4);
+    std::memcpy(x.data(), input.data(), input.size());
+    auto q = QuantizeBlockScaled(Floats(shape, x),
+                                 *dtypes::FP8E4M3Block128x128UE8M0(),
+                                 kBlocksOfTheFormat);
+    ASSERT_TRUE(q.ok()) << q.status();
+    const Representation& rep = TensorAccess::representation(*q);
+    for (int k = 0; k < 2; ++k) {
+      const Subtensor& level = rep.subtensor(k);
+      EXPECT_EQ(
+          std::string(static_cast<const char*>(level.carrier->data()),
+                      level.carrier->size()),
+          ReadFile(absl::StrCat(kDir, f[0], k == 0 ? ".codes" : ".scales")))
+          << "level " << k;
+    }
+    ++cases;
+  }
+  EXPECT_EQ(cases, 3);
+}
+
+// Requantize is QuantizeBlockScaled of the dequantized values, bit for bit,
+// level by level and layout by layout, whatever the chunks: every golden
+// source (and a view of it) into every target the source's shape admits,
+// with chunks of a few rows.
+TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
+  struct Target {
+    const CompoundDType* format;
+    bool chosen;  // Blocked along the last dim.
+    ScaleLayout layout;
+  };
+  const std::vector<Target> targets = {
+      {dtypes::MXFP8E4M3(), true, ScaleLayout::kRowMajor},
+      {dtypes::MXFP8E4M3(), true, ScaleLayout::kSwizzled128x4},
+      {dtypes::MXFP4(), true, ScaleLayout::kRowMajor},
+      {dtypes::NVFP4(), true, ScaleLayout::kSwizzled128x4},
+      {dtypes::NVFP4TS(), true, ScaleLayout::kRowMajor},
+      {dtypes::NVFP4TSRecip(), true, ScaleLayout::kSwizzled128x4},
+      {dtypes::FP8E4M3Tensorwise(), false, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Rowwise(), false, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block1x128(), true, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block128x128(), false, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block128x128UE8M0(), false, ScaleLayout::kRowMajor},
+      {dtypes::Q8_0(), false, ScaleLayout::kRowMajor},
+      {dtypes::Q4_0(), false, ScaleLayout::kRowMajor},
+  };
+  int compared = 0;
+  for (const Case& c : Cases()) {
+    const Tensor t = CaseTensor(c);
+    std::vector<std::pair<std::string, Tensor>> sources = {{"whole", t}};
+    if (auto part = PlanShards(t, 0, 2);
+        part.ok() && part->parts[1].view.ok()) {
+      sources.push_back({"part 1", *part->parts[1].view});
+    }
+    for (const auto& [what, source] : sources) {
+      const Tensor values = *Dequantize(source, *dtypes::Float32());
+      for (const Target& target : targets) {
+        SCOPED_TRACE(absl::StrCat(c.name, " ", what, " -> ",
+                                  target.format->name(), " ",
+                                  ScaleLayoutName(target.layout)));
+        QuantizeOptions options;
+        options.blocked_dim = target.chosen
+                                  ? static_cast<int64_t>(c.shape.size()) - 1
+                                  : kBlocksOfTheFormat;
+        options.scale_layout = target.layout;
+        options.max_chunk_bytes = 3 * 4 * (values.size() / values.shape()[0]);
+        auto want = QuantizeBlockScaled(values, *target.format,
+                                        options.blocked_dim, target.layout);
+        auto got = Requantize(source, *target.format, options);
+        if (!want.ok()) {
+          EXPECT_FALSE(got.ok()) << want.status();
+          continue;
+        }
+        ASSERT_TRUE(got.ok()) << got.status();
+        const Representation& w = TensorAccess::representation(*want);
+        const Representation& g = TensorAccess::representation(*got);
+        if (target.format == &source.dtype() &&
+            (!target.chosen ||
+             (*ScaleBlocks(source))[options.blocked_dim] ==
+                 FindBlockScaleRule(*target.format)->block_size())) {
+          // The same format with its blocks in place is a relayout: the
+          // values are the source's.
+          EXPECT_EQ(Bytes(*Dequantize(*got, *dtypes::Float32())),
+                    Bytes(values));
+          continue;
+        }
+        ASSERT_EQ(g.num_levels(), w.num_levels());
+        for (int k = 0; k < w.num_levels(); ++k) {
+          SCOPED_TRACE(absl::StrCat("level ", k));
+          EXPECT_EQ(g.subtensor(k).placement.ToString(),
+                    w.subtensor(k).placement.ToString());
+          const auto bytes = [](const Subtensor& s) {
+            return std::string(
+                static_cast<const char*>(s.carrier->data()),
+                (s.carrier->size() * s.storage_dtype->bits() + 7) / 8);
+          };
+          EXPECT_EQ(bytes(g.subtensor(k)), bytes(w.subtensor(k)));
+          if (k > 0) {
+            EXPECT_EQ(g.adjacent_layouts()[k - 1].ToString(),
+                      w.adjacent_layouts()[k - 1].ToString());
+          }
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 150);
+}
+
+// DeepSeek's FP8 128x128 into Blackwell's UE8M0 scales (vLLM's
+// requant_weight_ue8m0_inplace): through float32, then DeepGEMM's rule.
+TEST(RequantizeTest, Fp8Block128x128ToUe8m0) {
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0.0f, 0.02f);
+  std::vector<float> x(576 * 300);
+  for (float& v : x) v = normal(rng);
+  const Tensor fp8 =
+      *QuantizeBlockScaled(Floats({576, 300}, x),
+                           *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
+  QuantizeOptions options;
+  options.max_chunk_bytes = 1;  // One row of blocks a chunk.
+  auto ue8m0 = Requantize(fp8, *dtypes::FP8E4M3Block128x128UE8M0(), options);
+  ASSERT_TRUE(ue8m0.ok()) << ue8m0.status();
+  EXPECT_EQ(&ue8m0->dtype(), dtypes::FP8E4M3Block128x128UE8M0());
+  const Tensor want = *QuantizeBlockScaled(*Dequantize(fp8, *dtypes::Float32()),
+                                           *dtypes::FP8E4M3Block128x128UE8M0(),
+                                           kBlocksOfTheFormat);
+  EXPECT_EQ(Bytes(*Dequantize(*ue8m0, *dtypes::Float32())),
+            Bytes(*Dequantize(want, *dtypes::Float32())));
+  // Every scale a power of two: e8m0 bytes in [1, 254].
+  const Subtensor& scales = TensorAccess::representation(*ue8m0).subtensor(1);
+  for (int64_t i = 0; i < scales.carrier->size(); ++i) {
+    const uint8_t e = static_cast<const uint8_t*>(scales.carrier->data())[i];
+    EXPECT_TRUE(e >= 1 && e <= 254) << i;
+  }
+  EXPECT_TRUE(IsValueError(Requantize(fp8, *dtypes::MXFP8E4M3(), {}).status()));
+  options.max_chunk_bytes = 0;
+  EXPECT_TRUE(IsValueError(
+      Requantize(fp8, *dtypes::FP8E4M3Block128x128UE8M0(), options).status()));
 }
 
 }  // namespace

@@ -72,7 +72,7 @@ void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
 float QuantizeFamily(FamilyRecipe recipe, const float* x,
                      absl::Span<const int64_t> extents,
                      absl::Span<const int64_t> block_of_mode, uint8_t* values,
-                     uint8_t* scales) {
+                     uint8_t* scales, int64_t whole_amax_bits) {
   int64_t total = 1;
   for (int64_t e : extents) total *= e;
   if (recipe == FamilyRecipe::kQ8_0 || recipe == FamilyRecipe::kQ4_0) {
@@ -86,13 +86,16 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
   const BlockGrid g = MakeBlockGrid(extents, block_of_mode);
   const int64_t kb = rank == 0 ? 1 : g.block[rank - 1];
   const int64_t kc = rank == 0 ? 1 : g.count[rank - 1];
-  const bool fp4 = recipe != FamilyRecipe::kFP8;
+  const bool fp4 =
+      recipe == FamilyRecipe::kNVFP4TS || recipe == FamilyRecipe::kNVFP4TSRecip;
   const bool recip = recipe == FamilyRecipe::kNVFP4TSRecip;
 
   // nvfp4_ts*: the tensor scale first, from every value.
   float tensor_scale = 0;
   if (fp4) {
-    const uint32_t bits = AbsMaxBits(x, total);
+    const uint32_t bits = whole_amax_bits >= 0
+                              ? static_cast<uint32_t>(whole_amax_bits)
+                              : AbsMaxBits(x, total);
     const float at = qd::FromBits(bits);
     tensor_scale = bits == 0 ? 1.0f : (recip ? 2688.0f / at : at / 2688.0f);
   }
@@ -142,7 +145,25 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
     if (fp4) {
       BlockScales(recip, &amax[first_block], last_block - first_block, gs,
                   scales + first_block, &divisor[first_block]);
+    } else if (recipe == FamilyRecipe::kFP8UE8M0) {
+      if (whole_amax_bits >= 0 && g.size == 1) {
+        amax[0] = static_cast<uint32_t>(whole_amax_bits);
+      }
+      for (int64_t b = first_block; b < last_block; ++b) {
+        // NaN compares false: it stays NaN, and its exponent clamps to 254.
+        float a = qd::FromBits(amax[b]);
+        if (a < 1e-4f) a = 1e-4f;
+        const uint32_t sf = qd::Bits(a / 448.0f);
+        int64_t exponent = (sf >> 23) & 0xFF;
+        if ((sf & 0x7FFFFF) != 0) ++exponent;
+        exponent = std::min<int64_t>(254, std::max<int64_t>(1, exponent));
+        divisor[b] = qd::FromBits(static_cast<uint32_t>(exponent) << 23);
+        scales[b] = static_cast<uint8_t>(exponent);
+      }
     } else {
+      if (whole_amax_bits >= 0 && g.size == 1) {
+        amax[0] = static_cast<uint32_t>(whole_amax_bits);
+      }
       for (int64_t b = first_block; b < last_block; ++b) {
         const float s = amax[b] == 0 ? 1.0f : qd::FromBits(amax[b]) / 448.0f;
         divisor[b] = s;

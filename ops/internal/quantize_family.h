@@ -14,6 +14,12 @@
 //     signed zero of x where s_b is 0.
 //   nvfp4_ts_recip: g' = 2688 / amax_tensor (1 where 0);
 //     s_b = e4m3(amax_b * g' / 6); code = e2m1(x * g' / float(s_b)).
+//   fp8_e4m3_block128x128_ue8m0 (DeepGEMM's per_block_cast_to_fp8 with
+//     use_ue8m0): amax clamped to >= 1e-4; sf = amax / 448, raised to a
+//     power of two by its bits (the exponent field, plus one where the
+//     mantissa is not zero; the biased exponent clamped to [1, 254]; never
+//     log2); the stored e8m0 is that biased exponent; code = e4m3(x / sf),
+//     which is x * (1 / sf) exactly (sf is a power of two).
 //   q8_0 (ggml's quantize_row_q8_0_ref): d = amax / 127, id = 1/d (0 where d
 //     is 0), q = round half away from zero (x * id); stored float16(d). A NaN
 //     x * id is q = 0, and one past +-127 (1/d overflowed) is clamped (C
@@ -35,7 +41,14 @@
 namespace strata {
 namespace ops_internal {
 
-enum class FamilyRecipe : int { kFP8, kNVFP4TS, kNVFP4TSRecip, kQ8_0, kQ4_0 };
+enum class FamilyRecipe : int {
+  kFP8,
+  kFP8UE8M0,
+  kNVFP4TS,
+  kNVFP4TSRecip,
+  kQ8_0,
+  kQ4_0
+};
 
 // Quantizes `x`, row-major over `extents` (no zero extent), in blocks of
 // `block_of_mode[m]` values along mode m (1, b > 1, or 0 for the whole
@@ -45,11 +58,15 @@ enum class FamilyRecipe : int { kFP8, kNVFP4TS, kNVFP4TSRecip, kQ8_0, kQ4_0 };
 // block grid (ceil(N/b) blocks per mode), into `scales`: float32 (kFP8),
 // float16 bits (q8_0, q4_0) or e4m3 codes (nvfp4_ts*). Returns the tensor
 // scale g or g' of nvfp4_ts* (0 for the others). q8_0 and q4_0 need
-// blocks of 32 along the last mode only.
+// blocks of 32 along the last mode only. `whole_amax_bits`, when not
+// negative, is the |x| bit pattern of the amax of a whole Tensor of which `x`
+// is a chunk of rows (Requantize's chunks): nvfp4_ts*'s tensor amax, and the
+// amax of an fp8 format's one block (tensorwise) are that value instead of
+// x's own.
 float QuantizeFamily(FamilyRecipe recipe, const float* x,
                      absl::Span<const int64_t> extents,
                      absl::Span<const int64_t> block_of_mode, uint8_t* values,
-                     uint8_t* scales);
+                     uint8_t* scales, int64_t whole_amax_bits = -1);
 
 }  // namespace ops_internal
 }  // namespace strata

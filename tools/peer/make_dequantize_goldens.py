@@ -42,6 +42,8 @@ CASES = [
     ("b128_130x260", "fp8_e4m3_block128x128", (130, 260), None, "row_major"),
     ("b128_576x256", "fp8_e4m3_block128x128", (576, 256), None, "row_major"),
     ("b128_2x130x129", "fp8_e4m3_block128x128", (2, 130, 129), None, "row_major"),
+    ("ue8m0_130x260", "fp8_e4m3_block128x128_ue8m0", (130, 260), None, "row_major"),
+    ("ue8m0_2x64x300", "fp8_e4m3_block128x128_ue8m0", (2, 64, 300), None, "row_major"),
     ("q8_0_4x64", "q8_0", (4, 64), None, "row_major"),
     ("q8_0_3x2x96", "q8_0", (3, 2, 96), None, "row_major"),
     ("q4_0_4x64", "q4_0", (4, 64), None, "row_major"),
@@ -60,6 +62,8 @@ def _code_bytes(fmt, count, rng):
 
 
 def _scale_bytes(fmt, count, rng):
+    if fmt.endswith("_ue8m0"):
+        return rng.integers(0, 256, count, dtype=np.uint8).tobytes()  # e8m0
     if fmt.startswith("fp8_e4m3"):
         # Mostly ordinary scales, with the special ones mixed in.
         pick = rng.integers(0, len(_FLOAT32_SCALES), count)
@@ -112,6 +116,28 @@ def main():
                                         "-" if mode is None else mode, layout))
     with open(os.path.join(out, "cases.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
+    # DeepGEMM's UE8M0 quantization (values.md section 2): float32 inputs and
+    # the reference's codes and e8m0 scales, for QuantizeBlockScaled.
+    qlines = ["# NAME SHAPE (make_dequantize_goldens.py): NAME.input float32, "
+              "NAME.codes, NAME.scales from quantize_block128x128_ue8m0"]
+    for name, shape, kind in (("ue8m0q_normal_130x260", (130, 260), "normal"),
+                              ("ue8m0q_tiny_200x129", (200, 129), "tiny"),
+                              ("ue8m0q_mixed_2x129x130", (2, 129, 130), "mixed")):
+        x = rng.standard_normal(shape).astype(np.float32)
+        if kind == "tiny":  # amax below 1e-4 in some blocks, zeros in others.
+            x *= np.float32(1e-6)
+            x[:128, :128] = 0
+        if kind == "mixed":
+            x *= np.float32(2.0) ** rng.integers(-20, 20, shape).astype(np.float32)
+            x.reshape(-1)[::97] = np.float32(-0.0)
+        codes, scales = ref.quantize_block128x128_ue8m0(x, shape)
+        for ext, data in (("input", x.astype("<f4").tobytes()), ("codes", codes),
+                          ("scales", scales)):
+            with open(os.path.join(out, "%s.%s" % (name, ext)), "wb") as f:
+                f.write(bytes(data))
+        qlines.append("%s %s" % (name, ",".join(map(str, shape))))
+    with open(os.path.join(out, "ue8m0_cases.txt"), "w") as f:
+        f.write("\n".join(qlines) + "\n")
     print("make_dequantize_goldens: %d cases in %s" % (len(CASES), out))
 
 
