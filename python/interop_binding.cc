@@ -15,6 +15,7 @@
 #include "dtype/registry.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "ops/requantize.h"
 #include "proto/codec.h"
 #include "python/binding.h"
 #include "views/shard_plan.h"
@@ -192,6 +193,36 @@ void BindInterop(py::module_& module) {
       "float32, bfloat16 or float16 Tensor, or written into `out` (a "
       "one-level Tensor or any DLPack array of the same shape and a float "
       "dtype, whatever its strides), which is returned.");
+
+  module.def(
+      "requantize",
+      [](py::handle tensor, py::handle format, py::handle blocked_dim,
+         py::handle scale_layout) {
+        const Tensor& source = ToTensor(tensor, "requantize: t");
+        const DType& dtype = ToDType(format, "requantize: format", true);
+        const CompoundDType* compound = dtype.AsCompound();
+        if (compound == nullptr) {
+          RaisePython(PyExc_ValueError,
+                      absl::StrCat("requantize: format ", dtype.name(),
+                                   " is not a block-scaled dtype (it is ",
+                                   dtype.kind_name(), ")"));
+        }
+        QuantizeOptions options;
+        if (!blocked_dim.is_none()) {
+          options.blocked_dim = NormalizeDim(
+              ToInt64(blocked_dim, "requantize: blocked_dim"),
+              static_cast<int64_t>(source.shape().size()));
+        }
+        options.scale_layout = ToScaleLayout(scale_layout);
+        return TensorObject(ValueOrRaise(WithoutGil({&source}, [&] {
+          return Requantize(source, *compound, options);
+        })));
+      },
+      py::arg("t"), py::arg("format"), py::arg("blocked_dim") = py::none(),
+      py::arg("scale_layout") = "row_major",
+      "The values of a block-scaled Tensor quantized into `format` (values.md "
+      "section 2) in bounded chunks; the same format with only another scale "
+      "layout moves the scales and shares the codes.");
 
   module.def(
       "_levels",

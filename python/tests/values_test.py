@@ -111,6 +111,42 @@ def test_level_bytes_is_the_same_memory_as_uint8():
         t.bytes()
 
 
+@pytest.mark.parametrize("fmt,shape,mode,layout", CASES)
+def test_requantize_is_quantize_of_the_values(fmt, shape, mode, layout):
+    t = quantized(fmt, shape, mode, layout, seed=1)
+    values = t.dequantize()
+    for target, dim, target_layout in (("mxfp8_e4m3", len(shape) - 1, "row_major"),
+                                       ("fp8_e4m3_block128x128_ue8m0", None, "row_major"),
+                                       ("q8_0", None, "row_major")):
+        try:
+            want = strata.quantize(values, target, blocked_dim=dim,
+                                   scale_layout=target_layout)
+        except ValueError:
+            with pytest.raises(ValueError):
+                strata.requantize(t, target, blocked_dim=dim,
+                                  scale_layout=target_layout)
+            continue
+        got = strata.requantize(t, target, blocked_dim=dim, scale_layout=target_layout)
+        if target == fmt:
+            assert np.array_equal(np.from_dlpack(got.dequantize()),
+                                  np.from_dlpack(values), equal_nan=True)
+            continue
+        for g, w in zip(got.levels, want.levels):
+            assert g.carrier.tobytes() == w.carrier.tobytes()
+
+
+def test_relayout_shares_the_codes():
+    t = quantized("mxfp8_e4m3", (256, 64), 1, "row_major")
+    tiles = strata.requantize(t, "mxfp8_e4m3", scale_layout="swizzled_128x4")
+    assert tiles.levels[0].carrier is t.levels[0].carrier
+    want = quantized("mxfp8_e4m3", (256, 64), 1, "swizzled_128x4")
+    assert tiles.levels[1].carrier.tobytes() == want.levels[1].carrier.tobytes()
+    with pytest.raises(ValueError):
+        strata.requantize(t, "float32")  # As quantize: not a block-scaled dtype.
+    with pytest.raises(ValueError):
+        strata.requantize(t, "fp8_e4m3_block128x128", scale_layout="swizzled_128x4")
+
+
 def test_numpy_of_a_block_scaled_tensor_names_dequantize_and_levels():
     t = quantized("mxfp8_e4m3", (4, 64), 1, "row_major")
     with pytest.raises(strata.OneSubtensorRequiredError) as e:
