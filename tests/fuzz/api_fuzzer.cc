@@ -55,9 +55,12 @@
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/autograd.h"
+#include "ops/dequantize.h"
 #include "ops/dlpack.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "ops/relayout.h"
+#include "ops/requantize.h"
 #include "proto/codec.h"
 #include "views/views.h"
 
@@ -2228,6 +2231,86 @@ class Session {
     Keep(r_.Bool() ? *q : *t);
   }
 
+  // --- values out (values.md): Dequantize, DequantizeInto, Levels,
+  // LevelBytes, Relayout, Requantize on whatever the pool holds. Each is an
+  // error with no effect, or a result whose laws hold: a relayout's values are
+  // the source's, a requantized Tensor has the target's dtype and shape.
+  void Values() {
+    const Tensor* p = Pick();
+    if (p == nullptr) return;
+    const Tensor t = *p;
+    if (!Small(t)) return;
+    const auto before = Capture();
+    const SimpleDType* targets[] = {dtypes::Float32(), dtypes::BFloat16(),
+                                    dtypes::Float16(), dtypes::Int8()};
+    switch (r_.Range(0, 4)) {
+      case 0: {
+        auto d = Dequantize(t, *targets[r_.Range(0, 3)]);
+        if (!d.ok()) return Failed(d.status(), before);
+        Versions(before, nullptr, false);
+        API_CHECK(Shape(*d) == Shape(t));
+        return Keep(*d);
+      }
+      case 1: {
+        auto levels = Levels(t);
+        if (!levels.ok()) return Failed(levels.status(), before);
+        API_CHECK(static_cast<int>(levels->size()) == t.num_subtensors());
+        const Tensor& level = (*levels)[r_.Range(0, levels->size() - 1)];
+        auto bytes = LevelBytes(level);
+        if (!bytes.ok()) return Failed(bytes.status(), before);
+        Versions(before, nullptr, false);
+        return Keep(r_.Bool() ? level : *bytes);
+      }
+      case 2: {
+        auto moved = Relayout(t, r_.Bool() ? ScaleLayout::kRowMajor
+                                           : ScaleLayout::kSwizzled128x4);
+        if (!moved.ok()) return Failed(moved.status(), before);
+        Versions(before, nullptr, false);
+        auto a = Dequantize(t, *dtypes::Float32());
+        auto b = Dequantize(*moved, *dtypes::Float32());
+        API_CHECK(a.ok() == b.ok());
+        if (a.ok()) {
+          const auto* x = static_cast<const uint32_t*>(a->carrier()->data());
+          const auto* y = static_cast<const uint32_t*>(b->carrier()->data());
+          for (int64_t i = 0; i < a->size(); ++i) {
+            const bool nan_x = (x[i] & 0x7FFFFFFFu) > 0x7F800000u;
+            const bool nan_y = (y[i] & 0x7FFFFFFFu) > 0x7F800000u;
+            API_CHECK(x[i] == y[i] || (nan_x && nan_y));
+          }
+        }
+        return Keep(*moved);
+      }
+      case 3: {
+        const CompoundDType* formats[] = {
+            dtypes::MXFP8E4M3(), dtypes::NVFP4TS(), dtypes::FP8E4M3Tensorwise(),
+            dtypes::FP8E4M3Block128x128UE8M0(), dtypes::Q4_0()};
+        const CompoundDType* f = formats[r_.Range(0, 4)];
+        QuantizeOptions options;
+        options.blocked_dim =
+            r_.Bool() ? kBlocksOfTheFormat
+                      : r_.Arg(0, static_cast<int64_t>(Shape(t).size()) - 1);
+        options.scale_layout =
+            r_.Bool() ? ScaleLayout::kRowMajor : ScaleLayout::kSwizzled128x4;
+        options.max_chunk_bytes = r_.Range(0, 3) == 0 ? 0 : r_.Range(1, 4096);
+        auto q = Requantize(t, *f, options);
+        if (!q.ok()) return Failed(q.status(), before);
+        Versions(before, nullptr, false);
+        API_CHECK(&q->dtype() == f && Shape(*q) == Shape(t));
+        CheckBounds(TensorAccess::representation(*q));
+        return Keep(*q);
+      }
+      default: {
+        const Tensor* o = Pick();
+        if (o == nullptr) return;
+        const Tensor out = *o;
+        const absl::Status s = DequantizeInto(out, t);
+        if (!s.ok()) return Failed(s, before);
+        Versions(before, out.carrier().get(), false);
+        return;
+      }
+    }
+  }
+
   // --- the codec
   void Codec() {
     const Tensor* p = Pick();
@@ -2326,7 +2409,14 @@ class Session {
       case 16:
         return DLPack();
       case 17:
-        return r_.Bool() ? Quantize() : MakeQuantizable();
+        switch (r_.Range(0, 2)) {
+          case 0:
+            return Quantize();
+          case 1:
+            return MakeQuantizable();
+          default:
+            return Values();
+        }
       case 18:
         return Codec();
       default:
