@@ -17,6 +17,7 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "ops/relayout.h"
 #include "views/views.h"
 
 namespace strata {
@@ -98,6 +99,35 @@ BENCHMARK_CAPTURE(BM_Dequantize, fp8_e4m3_block128x128_ragged_shard/bfloat16,
                   128, 64)
     ->Unit(benchmark::kMillisecond);
 // clang-format on
+
+// values.md section 4: relayout of a (4096, 4096) mxfp8 weight between
+// row-major and swizzled scales against a memcpy of its scale bytes (512
+// KiB); no code byte is written.
+void BM_MemcpyScales4096x4096Mxfp8(benchmark::State& state) {
+  std::vector<char> a(4096 * 128, 1), b(4096 * 128);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), a.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * a.size());
+}
+BENCHMARK(BM_MemcpyScales4096x4096Mxfp8);
+
+void BM_Relayout(benchmark::State& state, ScaleLayout from, ScaleLayout to) {
+  const Tensor t = Quantized(dtypes::MXFP8E4M3(), 4096, 4096, from);
+  for (auto _ : state) {
+    auto moved = Relayout(t, to);
+    if (!moved.ok()) {
+      state.SkipWithError(std::string(moved.status().message()).c_str());
+    }
+    benchmark::DoNotOptimize(moved);
+  }
+  state.SetBytesProcessed(state.iterations() * 4096 * 128);
+}
+BENCHMARK_CAPTURE(BM_Relayout, mxfp8_e4m3 / row_major_to_swizzled,
+                  ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4);
+BENCHMARK_CAPTURE(BM_Relayout, mxfp8_e4m3 / swizzled_to_row_major,
+                  ScaleLayout::kSwizzled128x4, ScaleLayout::kRowMajor);
 
 }  // namespace
 }  // namespace strata
