@@ -187,5 +187,20 @@ def test_dequantize_matches_torch_for_fp8_rowwise():
     assert np.array_equal(values, manual)
 
 
+def test_the_readme_example_runs():
+    import torch
+
+    with open("README.md") as f:
+        text = f.read()
+    section = text[text.index("\n## Values out"):]
+    start = section.index("```python\n") + len("```python\n")
+    block = section[start:section.index("```", start)]
+    namespace = {"np": np, "torch": torch, "strata": strata}
+    exec(compile(block, "README.md", "exec"), namespace)
+    assert namespace["bf16"].shape == (576, 512)
+    assert namespace["ue8m0"].dtype().name == "fp8_e4m3_block128x128_ue8m0"
+    assert tuple(namespace["raw"].shape) == (576, 512)
+
+
 if __name__ == "__main__":
     support.run(__file__)
