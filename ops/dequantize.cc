@@ -534,14 +534,29 @@ absl::StatusOr<Tensor> LevelBytes(const Tensor& level) {
   STRATA_ASSIGN_OR_RETURN(
       Layout layout,
       Layout::Create(IntTuple::Tuple(s_shape), IntTuple::Tuple(s_stride)));
+  // The view holds a raw pointer into the storage: it pins it (NOTE [ Pinned
+  // storage ] in carrier/carrier.h), so that a Release() of the level's
+  // carrier meanwhile frees nothing the view still reads.
   std::shared_ptr<Carrier> owner = carrier;
-  STRATA_ASSIGN_OR_RETURN(
-      std::shared_ptr<ExternalCarrier> view,
+  owner->PinStorage();
+  const void* data = owner->data();
+  if (data == nullptr) {
+    owner->UnpinStorage();
+    return ValueErrorCat(kOp, ": the carrier was released");
+  }
+  absl::StatusOr<std::shared_ptr<ExternalCarrier>> view =
       ExternalCarrier::Create(
-          *dtypes::UInt8(), bytes, const_cast<void*>(carrier->data()),
-          [owner]() mutable { owner.reset(); }, carrier->version(),
-          carrier->read_only()));
-  return Tensor::Create(std::move(view), offset, std::move(layout));
+          *dtypes::UInt8(), bytes, const_cast<void*>(data),
+          [owner]() mutable {
+            owner->UnpinStorage();
+            owner.reset();
+          },
+          carrier->version(), carrier->read_only());
+  if (!view.ok()) {
+    owner->UnpinStorage();  // The deleter does not run on failure.
+    return view.status();
+  }
+  return Tensor::Create(*std::move(view), offset, std::move(layout));
 }
 
 }  // namespace strata

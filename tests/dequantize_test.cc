@@ -471,6 +471,22 @@ TEST(DequantizeTest, OneLevelTensorsCastAndLevelsAreViewsOfTheSameBytes) {
   }
 }
 
+// LevelBytes is a view over the level's storage: it pins it, so a Release()
+// of the level's carrier frees nothing the view reads (api_fuzzer crash
+// 15d7a7c0: a Clone of the bytes after the release read freed memory).
+TEST(DequantizeTest, LevelBytesPinsTheStorageAgainstARelease) {
+  const Tensor t = CaseTensor(Cases()[0]);
+  const Tensor codes = (*Levels(t))[0];
+  auto bytes = LevelBytes(codes);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  const std::string before = Bytes(*Clone(*bytes));
+  codes.carrier()->Release();
+  EXPECT_EQ(codes.carrier()->data(), nullptr);
+  EXPECT_EQ(Bytes(*Clone(*bytes)), before);  // Still readable, unchanged.
+  EXPECT_TRUE(IsValueError(LevelBytes(codes).status()));
+  EXPECT_TRUE(IsValueError(LevelBytes(t).status()));
+}
+
 // values.md section 0: a multi-subtensor Tensor of another compound dtype is
 // refused by Dequantize and Levels with the one-subtensor-required error.
 TEST(DequantizeTest, OtherCompoundDTypesAreOneSubtensorRequired) {

@@ -2255,9 +2255,12 @@ class Session {
         auto levels = Levels(t);
         if (!levels.ok()) return Failed(levels.status(), before);
         API_CHECK(static_cast<int>(levels->size()) == t.num_subtensors());
-        const Tensor& level = (*levels)[r_.Range(0, levels->size() - 1)];
+        const Tensor level = (*levels)[r_.Range(0, levels->size() - 1)];
+        levels->clear();
+        // The level's own reference to its carrier is no effect of LevelBytes.
+        const auto with_level = Capture();
         auto bytes = LevelBytes(level);
-        if (!bytes.ok()) return Failed(bytes.status(), before);
+        if (!bytes.ok()) return Failed(bytes.status(), with_level);
         Versions(before, nullptr, false);
         return Keep(r_.Bool() ? level : *bytes);
       }
