@@ -188,7 +188,44 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
   // mode, through the old S_0 and L_1 and through the new ones.
   STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostCarrier> new_scales,
                           HostCarrier::Create(scale_dtype, count));
-  if (t.size() > 0) {
+  // L_1 o S_0, old and new, as layouts where the algebra admits them: each
+  // mode then a table or a stride of carrier offsets, and a block is a sum
+  // of lookups, not two evaluations of hierarchical layouts.
+  absl::StatusOr<Layout> old_full = Composition(scales.placement, s0);
+  absl::StatusOr<Layout> new_full = Composition(l1, new_s0);
+  if (t.size() > 0 && rank >= 1 && old_full.ok() && new_full.ok() &&
+      old_full->shape() == s0.shape() && new_full->shape() == new_s0.shape()) {
+    const std::vector<ModeAccess> from_at = AlignedAccess(*old_full, shape);
+    const std::vector<ModeAccess> to_at = AlignedAccess(*new_full, shape);
+    const auto* from = static_cast<const uint8_t*>(scales.carrier->data()) +
+                       width * scales.offset;
+    auto* to = static_cast<uint8_t*>(new_scales->mutable_data());
+    // The innermost mode's block offsets, once.
+    const int64_t last = rank - 1;
+    std::vector<int64_t> from_last, to_last;
+    for (int64_t c = 0; c < shape[last]; c += blocks[last]) {
+      from_last.push_back(width * from_at[last].at(c));
+      to_last.push_back(width * to_at[last].at(c));
+    }
+    std::vector<int64_t> block(rank, 0);
+    while (true) {
+      int64_t from_base = 0, to_base = 0;
+      for (int64_t m = 0; m < last; ++m) {
+        from_base += width * from_at[m].at(block[m] * blocks[m]);
+        to_base += width * to_at[m].at(block[m] * blocks[m]);
+      }
+      for (size_t b = 0; b < from_last.size(); ++b) {
+        std::memcpy(to + to_base + to_last[b], from + from_base + from_last[b],
+                    width);
+      }
+      int64_t m = last;
+      while (m-- > 0) {
+        if (++block[m] * blocks[m] < shape[m]) break;
+        block[m] = 0;
+      }
+      if (m < 0) break;
+    }
+  } else if (t.size() > 0) {
     const std::vector<ModeAccess> new_access = AlignedAccess(new_s0, shape);
     const auto* from = static_cast<const uint8_t*>(scales.carrier->data());
     auto* to = static_cast<uint8_t*>(new_scales->mutable_data());
