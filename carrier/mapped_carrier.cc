@@ -87,6 +87,56 @@ absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::MapFd(
       new MappedRegion(path, offset, length, data, mapping, bytes));
 }
 
+absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::Anonymous(
+    int64_t length, absl::FunctionRef<void(uint8_t*)> fill) {
+  if (length < 0) {
+    return ValueErrorCat("MappedRegion: an anonymous mapping of ", length,
+                         " bytes");
+  }
+  if (length == 0) {
+    return std::shared_ptr<const MappedRegion>(
+        new MappedRegion("", 0, 0, &kEmptyRegion, nullptr, 0));
+  }
+  const size_t bytes = static_cast<size_t>(length);
+  void* mapping = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (mapping == MAP_FAILED) {
+    return ResourceExhaustedErrorCat(
+        "MappedRegion: cannot map ", length,
+        " anonymous bytes: ", std::strerror(errno));
+  }
+  auto* data = static_cast<uint8_t*>(mapping);
+  fill(data);
+  return std::shared_ptr<const MappedRegion>(
+      new MappedRegion("", 0, length, data, mapping, bytes));
+}
+
+absl::StatusOr<std::shared_ptr<MappedCarrier>> MappedCarrier::FromBytes(
+    const DType& dtype, int64_t size, absl::string_view bytes,
+    uint64_t version) {
+  const SimpleDType* simple = dtype.AsSimple();
+  if (simple == nullptr || size < 0) {
+    return ValueErrorCat(
+        "MappedCarrier: an anonymous mapped carrier needs a simple dtype and a "
+        "non-negative size; got ",
+        size, " values of ", dtype.name());
+  }
+  const absl::StatusOr<int64_t> needed = StorageBytes(*simple, size);
+  if (!needed.ok()) {
+    return WithContext(needed.status(), "MappedCarrier: an anonymous mapping");
+  }
+  if (!bytes.empty() && static_cast<int64_t>(bytes.size()) != *needed) {
+    return ValueErrorCat("MappedCarrier: ", bytes.size(), " bytes for ", size,
+                         " values of ", dtype.name(), ", which need ", *needed);
+  }
+  absl::StatusOr<std::shared_ptr<const MappedRegion>> region =
+      MappedRegion::Anonymous(*needed, [&](uint8_t* data) {
+        if (!bytes.empty()) std::memcpy(data, bytes.data(), bytes.size());
+      });
+  if (!region.ok()) return region.status();
+  return Create(dtype, size, *std::move(region), 0, version);
+}
+
 absl::StatusOr<std::shared_ptr<MappedCarrier>> MappedCarrier::Create(
     const DType& dtype, int64_t size,
     std::shared_ptr<const MappedRegion> region, int64_t byte_offset,
@@ -146,6 +196,10 @@ absl::StatusOr<std::shared_ptr<MappedCarrier>> MappedCarrier::Open(
 }
 
 std::string MappedCarrier::Describe() const {
+  if (anonymous()) {
+    return absl::StrCat("mapped carrier of ", size(), " ", dtype().name(),
+                        " values in an anonymous mapping");
+  }
   return absl::StrCat("mapped carrier of ", size(), " ", dtype().name(),
                       " values at bytes [", file_offset_, ", ",
                       file_offset_ + bytes_, ") of \"", file_, "\"");

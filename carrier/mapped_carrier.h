@@ -15,6 +15,15 @@
 // mapping starts at the page below it), and a zero-length region maps nothing
 // yet has a non-null data pointer.
 //
+// NOTE [ Anonymous mapped carriers ]
+// A MappedRegion may also be a private anonymous mapping (an empty path): the
+// new scales a Relayout writes beside a mapped weight (ops/relayout.h), so
+// that the result keeps the spec's one carrier class, "mapped", and level 0
+// stays the file's pages. Its bytes are written once, before the region is
+// shared, and are read-only from then on, like a file's. Such a carrier has
+// no file to name, so a text dump carries its bytes as `data` with no `file`
+// (proto/codec.h), and Replay maps them anew.
+//
 // NOTE [ Private writable mappings ]
 // The region is mapped MAP_PRIVATE with PROT_READ | PROT_WRITE (and
 // MAP_NORESERVE). Strata never writes to it: its carriers are read-only and
@@ -31,6 +40,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "carrier/carrier.h"
@@ -58,7 +68,16 @@ class MappedRegion {
   static absl::StatusOr<std::shared_ptr<const MappedRegion>> MapFd(
       int fd, const std::string& path, int64_t offset, int64_t length);
 
+  // A private anonymous mapping of `length` bytes, zero-filled and then
+  // written by `fill` (given the first byte) before anyone else sees it.
+  // Errors: ValueError for a negative length; ResourceExhaustedError naming
+  // the bytes when the kernel refuses the mapping.
+  static absl::StatusOr<std::shared_ptr<const MappedRegion>> Anonymous(
+      int64_t length, absl::FunctionRef<void(uint8_t*)> fill);
+
+  // The file as given; empty for an anonymous mapping.
   const std::string& path() const { return path_; }
+  bool anonymous() const { return path_.empty(); }
   int64_t offset() const { return offset_; }
   int64_t length() const { return length_; }
   // Byte `offset` of the file; never null (a zero-length region points at a
@@ -107,8 +126,20 @@ class MappedCarrier final : public Carrier {
       const DType& dtype, int64_t size, const std::string& path,
       int64_t file_offset, uint64_t version = 0);
 
+  // `size` values of `dtype` in a new anonymous mapping holding `bytes` (what
+  // Replay does for a "mapped" carrier of a text with data and no file);
+  // empty `bytes` means zero-filled. Errors (ValueError): a non-simple dtype,
+  // a negative size, bytes of another length than the values need;
+  // ResourceExhaustedError as MappedRegion::Anonymous.
+  static absl::StatusOr<std::shared_ptr<MappedCarrier>> FromBytes(
+      const DType& dtype, int64_t size, absl::string_view bytes,
+      uint64_t version = 0);
+
   absl::string_view class_name() const override { return "mapped"; }
-  // "mapped carrier of 16 uint8 values at bytes [136, 152) of FILE".
+  // Whether the carrier is over an anonymous mapping (no file).
+  bool anonymous() const { return file_.empty(); }
+  // "mapped carrier of 16 uint8 values at bytes [136, 152) of FILE", or
+  // "... in an anonymous mapping".
   std::string Describe() const override;
   // The file as it was given, and the byte of it holding value 0.
   const std::string& file() const { return file_; }

@@ -1,5 +1,6 @@
 #include "ops/dequantize.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/internal/checks.h"
+#include "ops/internal/dequantize_kernel.h"
 #include "ops/internal/element_io.h"
 #include "ops/internal/iterate.h"
 #include "ops/ops.h"
@@ -36,6 +38,7 @@ using ops_internal::LoadDouble;
 using ops_internal::ModeAccess;
 using ops_internal::RequireData;
 using ops_internal::RequireWritable;
+using ops_internal::SameModeSizes;
 
 // The offset tables a walk of S_0 may build (as ops/internal/checks.cc's
 // budget for L_0).
@@ -273,26 +276,70 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
     runs.push_back({c, end - c, at});
     c = end;
   }
-  // Scale offsets are carrier indices: the run's scale coordinate through L_1.
+  // Scale offsets are carrier indices: the run's scale coordinate through
+  // L_1. Where L_1 o S_0 composes to a layout congruent with S_0, each mode
+  // is a table or a stride of carrier offsets and a row's scales are sums of
+  // lookups; otherwise L_1 is evaluated once per run.
   const bool tensor_scale = rule.tensor_scale() && rep.num_levels() > 2;
   const TensorScale ts = !tensor_scale ? TensorScale::kNone
                          : &t.dtype() == dtypes::NVFP4TSRecip()
                              ? TensorScale::kDivided
                              : TensorScale::kTimes;
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  absl::StatusOr<Layout> composed = Composition(scales.placement, s0);
+  const bool direct = composed.ok() && SameModeSizes(*composed, s0);
+  if (direct) {
+    s0_access = AlignedAccess(*composed, shape);
+    for (ScaleRun& run : runs)
+      run.scale_offset = s0_access.back().at(run.begin);
+  }
   std::vector<int64_t> outer(shape.begin(), shape.end() - 1);
   out_access.pop_back();
   code_access.pop_back();
   s0_access.pop_back();
   std::vector<ScaleRun> placed = runs;
+  // The SIMD row kernel (NOTE [ Decoding codes by their bits ]) for the code
+  // dtypes and outputs it knows; the templates below for the rest.
+  const SimpleDType& code_dtype = *codes.storage_dtype;
+  const int kind = &code_dtype == dtypes::Float8E4M3FN()   ? 0
+                   : &code_dtype == dtypes::Float4E2M1FN() ? 1
+                   : &code_dtype == dtypes::Int8()         ? 2
+                   : &code_dtype == dtypes::UInt4()        ? 3
+                                                           : -1;
+  const bool simd = kind >= 0 && (write.kind() == 0 || write.kind() == 1);
+  std::vector<int64_t> begins, lengths;
+  for (const ScaleRun& run : runs) {
+    begins.push_back(run.begin);
+    lengths.push_back(run.length);
+  }
+  std::vector<float> row_scales(runs.size());
+  const ops_internal::RowDecoding decoding{
+      static_cast<ops_internal::CodeKind>(std::max(kind, 0)),
+      write.kind() == 0 ? ops_internal::RunOutput::kFloat32
+                        : ops_internal::RunOutput::kBFloat16,
+      static_cast<ops_internal::TensorScaleMode>(ts), g, code.table()};
+  const int64_t scale_base = scales.offset;
   ForEachIndex<3>(
       outer,
       {std::move(out_access), std::move(code_access), std::move(s0_access)},
       {out_offset, codes.offset, 0}, [&](const std::array<int64_t, 3>& i) {
+        if (simd) {
+          for (size_t r = 0; r < runs.size(); ++r) {
+            row_scales[r] =
+                scale(scale_base +
+                      (direct ? i[2] + runs[r].scale_offset
+                              : scales.placement(i[2] + runs[r].scale_offset)));
+          }
+          return ops_internal::DequantizeRow(decoding, code.data(), i[1],
+                                             write.data(), i[0], begins.data(),
+                                             lengths.data(), row_scales.data(),
+                                             static_cast<int64_t>(runs.size()));
+        }
         for (size_t r = 0; r < runs.size(); ++r) {
           placed[r].scale_offset =
-              scales.placement(i[2] + runs[r].scale_offset);
+              direct ? i[2] + runs[r].scale_offset
+                     : scales.placement(i[2] + runs[r].scale_offset);
         }
-        const int64_t scale_base = scales.offset;
         switch (write.kind()) {
           case 0:
             return code.bits() == 8

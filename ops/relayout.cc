@@ -6,9 +6,11 @@
 #include <utility>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
 #include "core/errors.h"
 #include "core/representation.h"
 #include "core/status_macros.h"
@@ -28,6 +30,7 @@ namespace {
 
 using ops_internal::AlignedAccess;
 using ops_internal::ModeAccess;
+using ops_internal::SameModeSizes;
 
 constexpr char kOp[] = "Relayout";
 
@@ -64,6 +67,45 @@ absl::StatusOr<std::shared_ptr<Carrier>> HostOrCopy(
                           StorageBytes(*dtype, source->size()));
   if (bytes > 0) std::memcpy(copy->mutable_data(), source->data(), bytes);
   return std::shared_ptr<Carrier>(std::move(copy));
+}
+
+// The new scale level's carrier, of the codes' carrier class where Strata
+// can make one anew (NOTE [ Relayout without copying codes ]); otherwise a
+// host carrier, and the caller copies the other levels into host carriers.
+struct ScaleCarrier {
+  std::shared_ptr<Carrier> carrier;
+  bool shares_class;
+};
+
+absl::StatusOr<ScaleCarrier> MakeScaleCarrier(
+    const Carrier& codes, const SimpleDType& dtype, int64_t count,
+    absl::FunctionRef<void(uint8_t*)> write) {
+  const absl::string_view class_name = codes.class_name();
+  if (class_name == "mapped") {
+    STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(dtype, count));
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const MappedRegion> region,
+                            MappedRegion::Anonymous(bytes, write));
+    STRATA_ASSIGN_OR_RETURN(
+        std::shared_ptr<MappedCarrier> carrier,
+        MappedCarrier::Create(dtype, count, std::move(region), 0));
+    return ScaleCarrier{std::move(carrier), true};
+  }
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostCarrier> host,
+                          HostCarrier::Create(dtype, count));
+  write(static_cast<uint8_t*>(host->mutable_data()));
+  if (class_name == "host") return ScaleCarrier{std::move(host), true};
+  if (class_name == "external") {
+    // Memory Strata owns, handed out as an external carrier whose deleter
+    // lets it go: the class of a DLPack import, made anew.
+    void* data = host->mutable_data();
+    STRATA_ASSIGN_OR_RETURN(
+        std::shared_ptr<ExternalCarrier> external,
+        ExternalCarrier::Create(
+            dtype, count, data,
+            [keep = std::move(host)]() mutable { keep.reset(); }));
+    return ScaleCarrier{std::move(external), true};
+  }
+  return ScaleCarrier{std::move(host), false};
 }
 
 // S_0 from the template's modes, each composed with a compact layout of L_0's
@@ -186,74 +228,98 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
 
   // The scales, one block at a time: the block's first coordinate on every
   // mode, through the old S_0 and L_1 and through the new ones.
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<HostCarrier> new_scales,
-                          HostCarrier::Create(scale_dtype, count));
+  //
   // L_1 o S_0, old and new, as layouts where the algebra admits them: each
   // mode then a table or a stride of carrier offsets, and a block is a sum
   // of lookups, not two evaluations of hierarchical layouts.
   absl::StatusOr<Layout> old_full = Composition(scales.placement, s0);
   absl::StatusOr<Layout> new_full = Composition(l1, new_s0);
-  if (t.size() > 0 && rank >= 1 && old_full.ok() && new_full.ok() &&
-      old_full->shape() == s0.shape() && new_full->shape() == new_s0.shape()) {
-    const std::vector<ModeAccess> from_at = AlignedAccess(*old_full, shape);
-    const std::vector<ModeAccess> to_at = AlignedAccess(*new_full, shape);
-    const auto* from = static_cast<const uint8_t*>(scales.carrier->data()) +
-                       width * scales.offset;
-    auto* to = static_cast<uint8_t*>(new_scales->mutable_data());
-    // The innermost mode's block offsets, once.
-    const int64_t last = rank - 1;
-    std::vector<int64_t> from_last, to_last;
-    for (int64_t c = 0; c < shape[last]; c += blocks[last]) {
-      from_last.push_back(width * from_at[last].at(c));
-      to_last.push_back(width * to_at[last].at(c));
-    }
-    std::vector<int64_t> block(rank, 0);
-    while (true) {
-      int64_t from_base = 0, to_base = 0;
-      for (int64_t m = 0; m < last; ++m) {
-        from_base += width * from_at[m].at(block[m] * blocks[m]);
-        to_base += width * to_at[m].at(block[m] * blocks[m]);
+  auto write_scales = [&](uint8_t* to) {
+    if (t.size() > 0 && rank >= 1 && old_full.ok() && new_full.ok() &&
+        SameModeSizes(*old_full, s0) && SameModeSizes(*new_full, new_s0)) {
+      const std::vector<ModeAccess> from_at = AlignedAccess(*old_full, shape);
+      const std::vector<ModeAccess> to_at = AlignedAccess(*new_full, shape);
+      const auto* from = static_cast<const uint8_t*>(scales.carrier->data()) +
+                         width * scales.offset;
+      // The innermost mode's block offsets, once, merged into segments of
+      // blocks whose scales are consecutive bytes on both sides (4 in a row of
+      // the 128x4 tiles): one copy per segment.
+      const int64_t last = rank - 1;
+      struct Segment {
+        int64_t from, to, bytes;
+      };
+      std::vector<Segment> segments;
+      for (int64_t c = 0; c < shape[last]; c += blocks[last]) {
+        const int64_t from_c = width * from_at[last].at(c);
+        const int64_t to_c = width * to_at[last].at(c);
+        if (!segments.empty()) {
+          Segment& back = segments.back();
+          if (from_c == back.from + back.bytes &&
+              to_c == back.to + back.bytes) {
+            back.bytes += width;
+            continue;
+          }
+        }
+        segments.push_back({from_c, to_c, width});
       }
-      for (size_t b = 0; b < from_last.size(); ++b) {
-        std::memcpy(to + to_base + to_last[b], from + from_base + from_last[b],
+      std::vector<int64_t> block(rank, 0);
+      while (true) {
+        int64_t from_base = 0, to_base = 0;
+        for (int64_t m = 0; m < last; ++m) {
+          from_base += width * from_at[m].at(block[m] * blocks[m]);
+          to_base += width * to_at[m].at(block[m] * blocks[m]);
+        }
+        const uint8_t* from_row = from + from_base;
+        uint8_t* to_row = to + to_base;
+        for (const Segment& segment : segments) {
+          if (segment.bytes == 4) {  // The tiles' rows: a fixed-size copy.
+            std::memcpy(to_row + segment.to, from_row + segment.from, 4);
+          } else {
+            std::memcpy(to_row + segment.to, from_row + segment.from,
+                        segment.bytes);
+          }
+        }
+        int64_t m = last;
+        while (m-- > 0) {
+          if (++block[m] * blocks[m] < shape[m]) break;
+          block[m] = 0;
+        }
+        if (m < 0) break;
+      }
+    } else if (t.size() > 0) {
+      const std::vector<ModeAccess> new_access = AlignedAccess(new_s0, shape);
+      const auto* from = static_cast<const uint8_t*>(scales.carrier->data());
+      std::vector<int64_t> block(rank, 0);
+      while (true) {
+        int64_t old_i1 = 0, new_i1 = 0;
+        for (int64_t m = 0; m < rank; ++m) {
+          old_i1 += old_access[m].at(block[m] * blocks[m]);
+          new_i1 += new_access[m].at(block[m] * blocks[m]);
+        }
+        std::memcpy(to + width * l1(new_i1),
+                    from + width * (scales.offset + scales.placement(old_i1)),
                     width);
+        int64_t m = rank;
+        while (m-- > 0) {
+          if (++block[m] * blocks[m] < shape[m]) break;
+          block[m] = 0;
+        }
+        if (m < 0) break;
       }
-      int64_t m = last;
-      while (m-- > 0) {
-        if (++block[m] * blocks[m] < shape[m]) break;
-        block[m] = 0;
-      }
-      if (m < 0) break;
     }
-  } else if (t.size() > 0) {
-    const std::vector<ModeAccess> new_access = AlignedAccess(new_s0, shape);
-    const auto* from = static_cast<const uint8_t*>(scales.carrier->data());
-    auto* to = static_cast<uint8_t*>(new_scales->mutable_data());
-    std::vector<int64_t> block(rank, 0);
-    while (true) {
-      int64_t old_i1 = 0, new_i1 = 0;
-      for (int64_t m = 0; m < rank; ++m) {
-        old_i1 += old_access[m].at(block[m] * blocks[m]);
-        new_i1 += new_access[m].at(block[m] * blocks[m]);
-      }
-      std::memcpy(to + width * l1(new_i1),
-                  from + width * (scales.offset + scales.placement(old_i1)),
-                  width);
-      int64_t m = rank;
-      while (m-- > 0) {
-        if (++block[m] * blocks[m] < shape[m]) break;
-        block[m] = 0;
-      }
-      if (m < 0) break;
-    }
-  }
+  };
+  STRATA_ASSIGN_OR_RETURN(
+      ScaleCarrier new_scales,
+      MakeScaleCarrier(*codes.carrier, scale_dtype, count, write_scales));
 
   std::vector<SubtensorCandidate> subtensors;
-  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Carrier> code_carrier,
-                          HostOrCopy(codes.carrier, 0));
+  std::shared_ptr<Carrier> code_carrier = codes.carrier;
+  if (!new_scales.shares_class) {
+    STRATA_ASSIGN_OR_RETURN(code_carrier, HostOrCopy(codes.carrier, 0));
+  }
   subtensors.push_back({codes.storage_dtype, std::move(code_carrier),
                         codes.offset, codes.placement});
-  subtensors.push_back({&scale_dtype, new_scales, 0, l1});
+  subtensors.push_back({&scale_dtype, std::move(new_scales.carrier), 0, l1});
   std::vector<absl::StatusOr<Layout>> adjacent;
   adjacent.push_back(std::move(new_s0));
   if (rep.num_levels() > 2) {
@@ -261,8 +327,10 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
     const Subtensor& level2 = rep.subtensor(2);
     const int64_t at =
         level2.offset + level2.placement(rep.adjacent_layouts()[1](0));
-    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<Carrier> carrier,
-                            HostOrCopy(level2.carrier, 2));
+    std::shared_ptr<Carrier> carrier = level2.carrier;
+    if (!new_scales.shares_class) {
+      STRATA_ASSIGN_OR_RETURN(carrier, HostOrCopy(level2.carrier, 2));
+    }
     STRATA_ASSIGN_OR_RETURN(Layout l2, Layout::Create(1, 0));
     STRATA_ASSIGN_OR_RETURN(
         Layout s1,

@@ -15,11 +15,14 @@
 // one read and one write per block, plus O(extent) per mode.
 //
 // The spec's one-carrier-class rule asks the new scale carrier to be of the
-// codes' class. A host carrier is made anew; for a source of any other class
-// (a mapped checkpoint, a DLPack import, a user's class) this version copies
-// the codes' carrier into a host carrier as well, bytes for bytes, so the
-// result is host throughout (values.md wants mapped scales over an anonymous
-// mapping for a mapped source: not built yet).
+// codes' class, and it is made anew in that class: a host carrier beside
+// host codes; beside a mapped checkpoint, a mapped carrier over a private
+// anonymous mapping (NOTE [ Anonymous mapped carriers ] in
+// carrier/mapped_carrier.h), so the weight stays mapped and a dump carries
+// the new scales' bytes; beside a DLPack import, an external carrier over
+// memory Strata owns. Only a class Strata cannot make (a user's registered
+// class) copies the codes and the tensor scale into host carriers as well,
+// bytes for bytes, so that the result is host throughout.
 #ifndef STRATA_OPS_RELAYOUT_H_
 #define STRATA_OPS_RELAYOUT_H_
 

@@ -63,9 +63,11 @@ absl::Status CheckCarrier(const proto::CarrierProto& c) {
                          " carrier has no file; file and file_offset are for "
                          "\"mapped\" carriers");
   }
-  if (mapped && !c.data().empty()) {
+  // NOTE [ Anonymous mapped carriers ] (carrier/mapped_carrier.h): a mapped
+  // carrier with no file is an anonymous mapping, and its data are its bytes.
+  if (mapped && !c.file().empty() && !c.data().empty()) {
     return ValueErrorCat(where,
-                         ": a mapped carrier never holds data; its "
+                         ": a mapped carrier of a file never holds data; its "
                          "values are bytes of its file");
   }
   const SimpleDType* simple = dtype->AsSimple();
@@ -117,6 +119,22 @@ absl::StatusOr<std::shared_ptr<Carrier>> BuildCarrier(
   if (c.carrier_class() == "recorded" || simple == nullptr || c.size() < 0) {
     return std::shared_ptr<Carrier>(
         RecordedCarrier::Create(*dtype, c.size(), c.version()));
+  }
+  if (c.carrier_class() == "mapped" && c.file().empty() &&
+      c.file_offset() == 0) {
+    const absl::StatusOr<int64_t> bytes = StorageBytes(*simple, c.size());
+    if (!bytes.ok()) return WithContext(bytes.status(), where);
+    if (*bytes > 0 && c.data().empty()) {
+      return ValueErrorCat(
+          where,
+          ": a mapped carrier with no file is an anonymous mapping, "
+          "and its ",
+          *bytes, " bytes must be its data");
+    }
+    auto carrier =
+        MappedCarrier::FromBytes(*simple, c.size(), c.data(), c.version());
+    if (!carrier.ok()) return WithContext(carrier.status(), where);
+    return std::shared_ptr<Carrier>(*std::move(carrier));
   }
   if (carrier_class->file_factory) {
     auto carrier = carrier_class->file_factory(*simple, c.size(), c.version(),
@@ -185,6 +203,14 @@ proto::RepresentationProto ToProto(const Representation& representation,
       if (const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get())) {
         if (options.include_data && m->data() != nullptr) {
           c->set_carrier_class("host");
+        } else if (m->anonymous()) {
+          // No file to name: the bytes themselves (NOTE [ Anonymous mapped
+          // carriers ]).
+          const absl::StatusOr<int64_t> bytes =
+              StorageBytes(*m->dtype().AsSimple(), m->size());
+          if (bytes.ok() && *bytes > 0 && m->data() != nullptr) {
+            c->set_data(static_cast<const char*>(m->data()), *bytes);
+          }
         } else {
           c->set_file(m->file());
           c->set_file_offset(m->file_offset());

@@ -15,7 +15,9 @@
 //   data whose length is not size x storage bits   ValueError
 //   host/external carrier of a non-simple dtype    built as "recorded", so
 //     or of a negative size                        validation reports it
-//   mapped carrier holding data                    ValueError
+//   mapped carrier with a file holding data        ValueError
+//   mapped carrier with no file and no data, of    ValueError (an anonymous
+//     more than 0 bytes                            mapping carries its bytes)
 //   file/file_offset on a carrier not "mapped"     ValueError
 //   mapped carrier of a non-simple dtype or a      built as "recorded"
 //     negative size
@@ -71,7 +73,10 @@ std::string CarrierId(int64_t index);
 // layouts in canonical notation. A mapped carrier (carrier/mapped_carrier.h)
 // is dumped with its file (as it was given) and file_offset and no data; with
 // include_data it is dumped as a "host" carrier holding a copy of its bytes
-// (NOTE [ Dumps of mapped carriers ] in codec.cc). Deterministic: dump ->
+// (NOTE [ Dumps of mapped carriers ] in codec.cc). A mapped carrier over an
+// anonymous mapping has no file: it is dumped as "mapped" with its bytes as
+// data, and replayed into a new anonymous mapping (NOTE [ Anonymous mapped
+// carriers ] in carrier/mapped_carrier.h). Deterministic: dump ->
 // replay -> dump gives identical text.
 proto::RepresentationProto ToProto(const Representation& representation,
                                    const DumpOptions& options = {});
@@ -95,7 +100,8 @@ struct Replayed {
 //      A "mapped" carrier is built (its file mapped again; a relative path
 //      resolves against the working directory) with the subtensor that first
 //      names it: ValueError naming the carrier and the file when the file is
-//      missing, unreadable or shorter than file_offset + its bytes.
+//      missing, unreadable or shorter than file_offset + its bytes. One with
+//      no file is an anonymous mapping holding its data.
 //   3. Per subtensor, in level order: ValueError for an unknown storage dtype;
 //      ResourceExhaustedError when its carrier cannot be allocated (naming the
 //      carrier and the bytes).

@@ -125,8 +125,31 @@ TEST(CodecTest, MappedCarrierTextFaults) {
   const absl::Status data = ReplayStatus(
       Replace(good, "file_offset: 2", "file_offset: 2 data: \"abcdefgh\""));
   EXPECT_TRUE(IsValueError(data));
-  EXPECT_NE(data.message().find("a mapped carrier never holds data"),
+  EXPECT_NE(data.message().find("a mapped carrier of a file never holds data"),
             absl::string_view::npos);
+  // With no file, a mapped carrier is an anonymous mapping holding its data
+  // (NOTE [ Anonymous mapped carriers ]); without data it has no bytes.
+  const std::string anonymous = R"txt(
+    logical_dtype: "uint8"
+    carriers { id: "c0" carrier_class: "mapped" dtype: "uint8" size: 4
+               data: "wxyz" }
+    subtensors { storage_dtype: "uint8" carrier: "c0" placement: "4:1" }
+  )txt";
+  auto mapped = Replay(Text(anonymous));
+  ASSERT_TRUE(mapped.ok()) << mapped.status();
+  EXPECT_EQ(mapped->carrier()->class_name(), "mapped");
+  EXPECT_EQ(std::string(static_cast<const char*>(mapped->carrier()->data()), 4),
+            "wxyz");
+  EXPECT_EQ(ToText(ToProto(*mapped)), ToText(Text(anonymous)));
+  const absl::Status short_data =
+      ReplayStatus(Replace(anonymous, "\"wxyz\"", "\"wxy\""));
+  EXPECT_TRUE(IsValueError(short_data)) << short_data;
+  const absl::Status no_bytes =
+      ReplayStatus(Replace(anonymous, "data: \"wxyz\"", ""));
+  EXPECT_TRUE(IsValueError(no_bytes)) << no_bytes;
+  EXPECT_NE(no_bytes.message().find("anonymous mapping"),
+            absl::string_view::npos)
+      << no_bytes;
   // A file on a host carrier is meaningless.
   EXPECT_TRUE(
       IsValueError(ReplayStatus(Replace(good, "\"mapped\"", "\"host\""))));

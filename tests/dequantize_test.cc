@@ -30,6 +30,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
 #include "checkpoint/gguf.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -46,6 +47,7 @@
 #include "ops/quantize.h"
 #include "ops/relayout.h"
 #include "ops/requantize.h"
+#include "proto/codec.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 
@@ -604,7 +606,11 @@ TEST(RelayoutTest, EveryFormatAndViewKeepsItsValues) {
 
 // A mapped GGUF q8_0 Tensor (array-of-structs scales): row-major scales, the
 // values unchanged; this version copies the codes of a non-host carrier.
-TEST(RelayoutTest, AMappedGgufTensorGetsPlanarScales) {
+// values.md section 2: a mapped weight stays mapped. Level 0 is the source's
+// own mapped carrier (no code byte copied); the new scales are a mapped
+// carrier over an anonymous mapping, whose text dump carries their bytes and
+// replays into the same values (NOTE [ Anonymous mapped carriers ]).
+TEST(RelayoutTest, AMappedGgufTensorStaysMapped) {
   auto read = ReadGguf("tests/golden/gguf/mixed_v3.gguf");
   ASSERT_TRUE(read.ok()) << read.status();
   int checked = 0;
@@ -613,15 +619,76 @@ TEST(RelayoutTest, AMappedGgufTensorGetsPlanarScales) {
     SCOPED_TRACE(g.name);
     auto moved = Relayout(*g.tensor, ScaleLayout::kRowMajor);
     ASSERT_TRUE(moved.ok()) << moved.status();
-    EXPECT_EQ(moved->carrier()->class_name(), "host");
-    EXPECT_TRUE(SameValues(Bytes(*Dequantize(*moved, *dtypes::Float32())),
-                           Bytes(*Dequantize(*g.tensor, *dtypes::Float32())),
-                           4));
+    const Representation& from = TensorAccess::representation(*g.tensor);
+    const Representation& to = TensorAccess::representation(*moved);
+    EXPECT_EQ(to.subtensor(0).carrier, from.subtensor(0).carrier);
+    EXPECT_EQ(to.subtensor(0).offset, from.subtensor(0).offset);
+    const auto* scales =
+        dynamic_cast<const MappedCarrier*>(to.subtensor(1).carrier.get());
+    ASSERT_NE(scales, nullptr);
+    EXPECT_TRUE(scales->anonymous());
+    EXPECT_THAT(scales->Describe(), ::testing::HasSubstr("anonymous mapping"));
+    const std::string values =
+        Bytes(*Dequantize(*g.tensor, *dtypes::Float32()));
+    EXPECT_TRUE(
+        SameValues(Bytes(*Dequantize(*moved, *dtypes::Float32())), values, 4));
+    // The dump names the file for level 0 and carries the scales' bytes.
+    const proto::RepresentationProto dumped = ToProto(*moved);
+    ASSERT_EQ(dumped.carriers_size(), 2);
+    EXPECT_FALSE(dumped.carriers(0).file().empty());
+    EXPECT_TRUE(dumped.carriers(0).data().empty());
+    EXPECT_EQ(dumped.carriers(1).carrier_class(), "mapped");
+    EXPECT_TRUE(dumped.carriers(1).file().empty());
+    EXPECT_EQ(dumped.carriers(1).data().size(), scales->size_in_bytes());
+    auto text = ParseText(ToText(dumped));
+    ASSERT_TRUE(text.ok()) << text.status();
+    auto replayed = Replay(*text);
+    ASSERT_TRUE(replayed.ok()) << replayed.status();
+    EXPECT_EQ(replayed->carrier()->class_name(), "mapped");
+    EXPECT_TRUE(SameValues(Bytes(*Dequantize(*replayed, *dtypes::Float32())),
+                           values, 4));
+    EXPECT_EQ(ToText(ToProto(*replayed)), ToText(dumped));
     ++checked;
   }
   EXPECT_GE(checked, 2);
   EXPECT_TRUE(IsOneSubtensorRequired(
       Relayout(Floats({2}, {1, 2}), ScaleLayout::kRowMajor).status()));
+}
+
+// A DLPack-style import ("external" carriers) gets external scales beside its
+// own codes; only a class Strata cannot make anew copies level 0.
+TEST(RelayoutTest, AnExternalTensorKeepsItsCodesAndClass) {
+  std::vector<float> x(256);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.25f * i - 20.0f;
+  auto q = QuantizeBlockScaled(Floats({4, 64}, x), *dtypes::MXFP8E4M3(), 1,
+                               ScaleLayout::kRowMajor);
+  ASSERT_TRUE(q.ok()) << q.status();
+  const Representation& rep = TensorAccess::representation(*q);
+  std::vector<SubtensorCandidate> external;
+  for (int level = 0; level < rep.num_levels(); ++level) {
+    const Subtensor& s = rep.subtensor(level);
+    auto carrier = ExternalCarrier::Create(
+        s.carrier->dtype(), s.carrier->size(),
+        const_cast<void*>(s.carrier->data()), [keep = s.carrier]() {});
+    ASSERT_TRUE(carrier.ok()) << carrier.status();
+    external.push_back(
+        {s.storage_dtype, *std::move(carrier), s.offset, s.placement});
+  }
+  auto imported = Representation::Create(
+      q->dtype().AsCompound(), std::move(external),
+      {absl::StatusOr<Layout>(rep.adjacent_layouts()[0])});
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const Tensor source = MakeTensor(*std::move(imported));
+  auto moved = Relayout(source, ScaleLayout::kSwizzled128x4);
+  ASSERT_TRUE(moved.ok()) << moved.status();
+  EXPECT_EQ(TensorAccess::representation(*moved).subtensor(0).carrier,
+            TensorAccess::representation(source).subtensor(0).carrier);
+  EXPECT_EQ(moved->carrier()->class_name(), "external");
+  EXPECT_EQ(
+      TensorAccess::representation(*moved).subtensor(1).carrier->class_name(),
+      "external");
+  EXPECT_TRUE(SameValues(Bytes(*Dequantize(*moved, *dtypes::Float32())),
+                         Bytes(*Dequantize(source, *dtypes::Float32())), 4));
 }
 
 // values.md section 2: fp8_e4m3_block128x128_ue8m0 quantizes as DeepGEMM's

@@ -17,8 +17,26 @@ ModeAccess MakeModeAccess(const Layout& mode, bool broadcast) {
     access.stride = c.stride().value();
     return access;
   }
-  access.table.resize(mode.size());
-  for (int64_t i = 0; i < mode.size(); ++i) access.table[i] = mode(i);
+  // The leaves in colexicographic order (the first fastest): each leaf
+  // repeats the table so far once per coordinate, shifted by its stride, so
+  // the table costs one addition per entry, not one evaluation.
+  const absl::Span<const int64_t> shape = c.shape().leaves();
+  const absl::Span<const int64_t> stride = c.stride().leaves();
+  access.table.reserve(mode.size());
+  access.table.push_back(0);
+  for (size_t leaf = 0; leaf < shape.size(); ++leaf) {
+    const size_t below = access.table.size();
+    for (int64_t k = 1; k < shape[leaf]; ++k) {
+      // Wrapping arithmetic, as Layout's own evaluation (the layout's
+      // reachable offsets were bounded when it was made).
+      const uint64_t shift =
+          static_cast<uint64_t>(k) * static_cast<uint64_t>(stride[leaf]);
+      for (size_t j = 0; j < below; ++j) {
+        access.table.push_back(static_cast<int64_t>(
+            static_cast<uint64_t>(access.table[j]) + shift));
+      }
+    }
+  }
   return access;
 }
 
@@ -62,6 +80,16 @@ std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
     offsets.push_back(i[0]);
   });
   return offsets;
+}
+
+bool SameModeSizes(const Layout& a, const Layout& b) {
+  const auto a_modes = TopLevelModes(a);
+  const auto b_modes = TopLevelModes(b);
+  if (a_modes.size() != b_modes.size()) return false;
+  for (size_t m = 0; m < a_modes.size(); ++m) {
+    if (a_modes[m].size() != b_modes[m].size()) return false;
+  }
+  return true;
 }
 
 }  // namespace ops_internal

@@ -40,6 +40,11 @@ std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix = false);
 
+// Whether `a` and `b` have as many top-level modes, of the same sizes, so that
+// AlignedAccess gives both the same coordinates (a composition may refine a
+// mode's shape, e.g. 4096 into (32,4,32), without changing what it indexes).
+bool SameModeSizes(const Layout& a, const Layout& b);
+
 // Calls f(std::array<int64_t, N> index) for every element in row-major order,
 // where index[k] = bases[k] + sum over modes of operand k's offset.
 template <int N, typename F>

@@ -1,0 +1,296 @@
+// NOTE [ Decoding codes by their bits ] (dequantize_kernel.h) in Highway SIMD,
+// compiled once per target by foreach_target.h.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/internal/dequantize_kernel.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+// clang-format: keep foreach_target.h before highway.h.
+#include "hwy/highway.h"
+
+#ifndef STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_SHARED_
+#define STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_SHARED_
+
+#include <cstdint>
+#include <cstring>
+
+#include "ops/internal/dequantize_kernel.h"
+
+namespace strata {
+namespace ops_internal {
+namespace dequantize_detail {
+
+inline uint32_t CodeAt(const uint8_t* codes, int64_t c, bool packed4) {
+  return packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15u : codes[c];
+}
+
+// The scalar arithmetic of one value (the runs' tails).
+inline void StoreOne(const RowDecoding& d, float x, float s, uint8_t* out,
+                     int64_t o) {
+  float v = x * s;
+  if (d.tensor_mode == TensorScaleMode::kTimes) v = v * d.g;
+  if (d.tensor_mode == TensorScaleMode::kDivided) v = v / d.g;
+  if (d.output == RunOutput::kFloat32) {
+    std::memcpy(out + 4 * o, &v, 4);
+    return;
+  }
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  const uint32_t nan = (u >> 16) | 0x40u;
+  const uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+  const uint16_t b =
+      static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
+  std::memcpy(out + 2 * o, &b, 2);
+}
+
+}  // namespace dequantize_detail
+}  // namespace ops_internal
+}  // namespace strata
+
+#endif  // STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_SHARED_
+
+HWY_BEFORE_NAMESPACE();
+namespace strata {
+namespace ops_internal {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+namespace dd = dequantize_detail;
+
+// Codes (as int32 lanes, one code each) to their float values.
+template <int kKind, class DF, class VI = hn::Vec<hn::RebindToSigned<DF>>>
+HWY_INLINE hn::Vec<DF> Decode(DF df, VI code, const float* table) {
+  const hn::RebindToSigned<DF> di;
+  if constexpr (kKind == static_cast<int>(CodeKind::kE4M3FN)) {
+    const VI magnitude = hn::And(code, hn::Set(di, 0x7F));
+    auto x = hn::Mul(hn::BitCast(df, hn::ShiftLeft<20>(magnitude)),
+                     hn::Set(df, 0x1p120f));  // Exact.
+    const VI sign = hn::ShiftLeft<24>(hn::And(code, hn::Set(di, 0x80)));
+    x = hn::Or(x, hn::BitCast(df, sign));
+    const auto nan = hn::RebindMask(df, hn::Eq(magnitude, hn::Set(di, 0x7F)));
+    const auto nan_value =
+        hn::IfThenElse(hn::RebindMask(df, hn::Eq(sign, hn::Zero(di))),
+                       hn::Set(df, table[0x7F]), hn::Set(df, table[0xFF]));
+    return hn::IfThenElse(nan, nan_value, x);
+  } else if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
+    const VI magnitude = hn::And(code, hn::Set(di, 7));
+    const auto x = hn::Mul(hn::BitCast(df, hn::ShiftLeft<22>(magnitude)),
+                           hn::Set(df, 0x1p126f));  // Exact.
+    const VI sign = hn::ShiftLeft<28>(hn::And(code, hn::Set(di, 8)));
+    return hn::Or(x, hn::BitCast(df, sign));
+  } else {
+    // int8 (already sign-extended) or uint4 minus its zero point -table[0].
+    const auto x = hn::ConvertTo(df, code);
+    if constexpr (kKind == static_cast<int>(CodeKind::kUInt4)) {
+      return hn::Add(x, hn::Set(df, table[0]));
+    }
+    return x;
+  }
+}
+
+template <int kMode, class V>
+HWY_INLINE V Scale(V x, V s, V g) {
+  V v = hn::Mul(x, s);
+  if constexpr (kMode == static_cast<int>(TensorScaleMode::kTimes)) {
+    v = hn::Mul(v, g);
+  }
+  if constexpr (kMode == static_cast<int>(TensorScaleMode::kDivided)) {
+    v = hn::Div(v, g);
+  }
+  return v;
+}
+
+// bfloat16 bits of v (nearest even, NaN quieted with its sign), in the low
+// 16 bits of each uint32 lane.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16Bits(DF, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(du, v);
+  const auto rounded = hn::ShiftRight<16>(
+      hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)),
+              hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u))));
+  const auto nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u));
+  const auto is_nan =
+      hn::Gt(hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFFFFFFu))),
+             hn::Set(di, 0x7F800000));
+  return hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
+}
+
+template <int kOut, class DF>
+HWY_INLINE void StoreValues(DF df, hn::Vec<DF> v, uint8_t* HWY_RESTRICT out,
+                            int64_t o) {
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    hn::StoreU(v, df, reinterpret_cast<float*>(out + 4 * o));
+  } else {
+    const hn::RebindToSigned<DF> di;
+    const hn::Rebind<uint16_t, DF> d16;
+    hn::StoreU(hn::DemoteTo(d16, hn::BitCast(di, BFloat16Bits(df, v))), d16,
+               reinterpret_cast<uint16_t*>(out + 2 * o));
+  }
+}
+
+// Two vectors whose lanes interleave (lo[0], hi[0], lo[1], ...) at o.
+template <int kOut, class DF>
+HWY_INLINE void StorePairs(DF df, hn::Vec<DF> lo, hn::Vec<DF> hi,
+                           uint8_t* HWY_RESTRICT out, int64_t o) {
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    hn::StoreInterleaved2(lo, hi, df, reinterpret_cast<float*>(out + 4 * o));
+  } else {
+    const auto words =
+        hn::Or(BFloat16Bits(df, lo), hn::ShiftLeft<16>(BFloat16Bits(df, hi)));
+#if HWY_TARGET == HWY_SCALAR
+    const uint32_t word = hn::GetLane(words);  // Little-endian: lo first.
+    std::memcpy(out + 2 * o, &word, 4);
+#else
+    const hn::Repartition<uint16_t, DF> dw16;
+    hn::StoreU(hn::BitCast(dw16, words), dw16,
+               reinterpret_cast<uint16_t*>(out + 2 * o));
+#endif
+  }
+}
+
+// 2 x Lanes(df) packed 4-bit values from `bytes` to output element o.
+template <int kKind, int kOut, int kMode, class DF>
+HWY_INLINE void Pairs(DF df, const RowDecoding& d,
+                      const uint8_t* HWY_RESTRICT bytes_at, hn::Vec<DF> vs,
+                      hn::Vec<DF> g, uint8_t* HWY_RESTRICT out, int64_t o) {
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint8_t, DF> d8;
+  const auto bytes = hn::PromoteTo(di, hn::LoadU(d8, bytes_at));
+  const auto lo = Scale<kMode>(
+      Decode<kKind>(df, hn::And(bytes, hn::Set(di, 15)), d.table), vs, g);
+  const auto hi =
+      Scale<kMode>(Decode<kKind>(df, hn::ShiftRight<4>(bytes), d.table), vs, g);
+  StorePairs<kOut>(df, lo, hi, out, o);
+}
+
+template <int kKind, int kOut, int kMode>
+void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
+          int64_t code_base, uint8_t* HWY_RESTRICT out, int64_t out_base,
+          const int64_t* begins, const int64_t* lengths, const float* scales,
+          int64_t count) {
+  constexpr bool kPacked4 = kKind == static_cast<int>(CodeKind::kE2M1FN) ||
+                            kKind == static_cast<int>(CodeKind::kUInt4);
+  // The widest vectors, and for fp4 pairs also at most 8 float lanes, so
+  // that a run of 16 (nvfp4's block) is one narrow iteration, not a tail.
+  using DF = hn::ScalableTag<float>;
+  using DN = hn::CappedTag<float, 8>;
+  const DF df;
+  const DN dn;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<uint8_t, DF> d8;
+  const hn::Rebind<int8_t, DF> ds8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto g = hn::Set(df, d.g);
+  for (int64_t r = 0; r < count; ++r) {
+    const float s = scales[r];
+    const auto vs = hn::Set(df, s);
+    int64_t c = code_base + begins[r];
+    int64_t o = out_base + begins[r];
+    int64_t n = lengths[r];
+    if constexpr (kPacked4) {
+      if ((c & 1) != 0 && n > 0) {  // An odd start: one value on its own.
+        dd::StoreOne(d, d.table[dd::CodeAt(codes, c, true)], s, out, o);
+        ++c, ++o, --n;
+      }
+      for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+        Pairs<kKind, kOut, kMode>(df, d, codes + (c >> 1), vs, g, out, o);
+      }
+      const int64_t narrow = static_cast<int64_t>(hn::Lanes(dn));
+      if (narrow < lanes) {
+        const auto vs_n = hn::Set(dn, s);
+        const auto g_n = hn::Set(dn, d.g);
+        for (; n >= 2 * narrow;
+             c += 2 * narrow, o += 2 * narrow, n -= 2 * narrow) {
+          Pairs<kKind, kOut, kMode>(dn, d, codes + (c >> 1), vs_n, g_n, out, o);
+        }
+      }
+    } else {
+      for (; n >= lanes; c += lanes, o += lanes, n -= lanes) {
+        hn::Vec<decltype(di)> code;
+        if constexpr (kKind == static_cast<int>(CodeKind::kInt8)) {
+          code = hn::PromoteTo(
+              di, hn::LoadU(ds8, reinterpret_cast<const int8_t*>(codes) + c));
+        } else {
+          code = hn::PromoteTo(di, hn::LoadU(d8, codes + c));
+        }
+        StoreValues<kOut>(
+            df, Scale<kMode>(Decode<kKind>(df, code, d.table), vs, g), out, o);
+      }
+    }
+    for (; n > 0; ++c, ++o, --n) {
+      dd::StoreOne(d, d.table[dd::CodeAt(codes, c, kPacked4)], s, out, o);
+    }
+  }
+}
+
+template <int kKind, int kOut>
+void RowForMode(const RowDecoding& d, const uint8_t* codes, int64_t code_base,
+                uint8_t* out, int64_t out_base, const int64_t* begins,
+                const int64_t* lengths, const float* scales, int64_t count) {
+  switch (d.tensor_mode) {
+    case TensorScaleMode::kNone:
+      return RowT<kKind, kOut, 0>(d, codes, code_base, out, out_base, begins,
+                                  lengths, scales, count);
+    case TensorScaleMode::kTimes:
+      return RowT<kKind, kOut, 1>(d, codes, code_base, out, out_base, begins,
+                                  lengths, scales, count);
+    case TensorScaleMode::kDivided:
+      return RowT<kKind, kOut, 2>(d, codes, code_base, out, out_base, begins,
+                                  lengths, scales, count);
+  }
+}
+
+template <int kKind>
+void RowForOutput(const RowDecoding& d, const uint8_t* codes, int64_t code_base,
+                  uint8_t* out, int64_t out_base, const int64_t* begins,
+                  const int64_t* lengths, const float* scales, int64_t count) {
+  if (d.output == RunOutput::kFloat32) {
+    RowForMode<kKind, 0>(d, codes, code_base, out, out_base, begins, lengths,
+                         scales, count);
+  } else {
+    RowForMode<kKind, 1>(d, codes, code_base, out, out_base, begins, lengths,
+                         scales, count);
+  }
+}
+
+void DequantizeRowSimd(const RowDecoding& d, const uint8_t* codes,
+                       int64_t code_base, uint8_t* out, int64_t out_base,
+                       const int64_t* begins, const int64_t* lengths,
+                       const float* scales, int64_t count) {
+  switch (d.kind) {
+    case CodeKind::kE4M3FN:
+      return RowForOutput<0>(d, codes, code_base, out, out_base, begins,
+                             lengths, scales, count);
+    case CodeKind::kE2M1FN:
+      return RowForOutput<1>(d, codes, code_base, out, out_base, begins,
+                             lengths, scales, count);
+    case CodeKind::kInt8:
+      return RowForOutput<2>(d, codes, code_base, out, out_base, begins,
+                             lengths, scales, count);
+    case CodeKind::kUInt4:
+      return RowForOutput<3>(d, codes, code_base, out, out_base, begins,
+                             lengths, scales, count);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace ops_internal
+}  // namespace strata
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace strata {
+namespace ops_internal {
+
+HWY_EXPORT(DequantizeRowSimd);
+
+void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
+                   int64_t code_base, uint8_t* out, int64_t out_base,
+                   const int64_t* begins, const int64_t* lengths,
+                   const float* scales, int64_t count) {
+  HWY_DYNAMIC_DISPATCH(DequantizeRowSimd)
+  (decoding, codes, code_base, out, out_base, begins, lengths, scales, count);
+}
+
+}  // namespace ops_internal
+}  // namespace strata
+#endif  // HWY_ONCE

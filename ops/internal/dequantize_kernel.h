@@ -1,0 +1,55 @@
+// The SIMD kernel of Dequantize's runs of one scale (NOTE [ Runs of one
+// scale ] in ops/dequantize.cc): one row of codes, cut into runs that share a
+// scale, decoded, scaled and stored as float32 or bfloat16, in Highway SIMD
+// chosen at run time for the CPU (HWY_DYNAMIC_DISPATCH).
+//
+// NOTE [ Decoding codes by their bits ]
+// A table lookup per value (a gather) costs more than the memory it feeds,
+// so the common code dtypes are decoded by arithmetic on their bits, which
+// gives the same float as the table, exactly:
+//   float8_e4m3fn: the 7 magnitude bits shifted into a float's exponent and
+//     mantissa (code << 20) read a float 2^(127 - 7) = 2^120 too small, for
+//     normal and subnormal codes alike (a float subnormal carries the e4m3
+//     subnormal's mantissa); one multiply by 2^120, exact, rescales it; the
+//     sign is bit 7 moved to bit 31; 0x7F and 0xFF (NaN) take the table's NaN.
+//   float4_e2m1fn: the same with code << 22 and 2^(127 - 1) = 2^126 (no NaN).
+//   int8: converted; uint4 (q4_0): converted, minus the zero point (exact).
+// Then value x scale, then x g or / g for a tensor scale, each rounded once
+// (no fused multiply-add), and bfloat16 rounded to nearest even by integer
+// arithmetic (as FloatToBFloat16). Any other code dtype, and float16 or
+// float64 output, stay on the scalar walk.
+#ifndef STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
+#define STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
+
+#include <cstdint>
+
+namespace strata {
+namespace ops_internal {
+
+enum class CodeKind : int { kE4M3FN = 0, kE2M1FN = 1, kInt8 = 2, kUInt4 = 3 };
+enum class RunOutput : int { kFloat32 = 0, kBFloat16 = 1 };
+enum class TensorScaleMode : int { kNone = 0, kTimes = 1, kDivided = 2 };
+
+// What stays the same over every row of one Dequantize.
+struct RowDecoding {
+  CodeKind kind;
+  RunOutput output;
+  TensorScaleMode tensor_mode;
+  float g;             // The tensor scale, when tensor_mode is not kNone.
+  const float* table;  // The level's decode table (2^bits entries): the tails.
+};
+
+// One row: for r < count, values [begins[r], begins[r] + lengths[r]) of the
+// row take scale scales[r]. Value j of the row is code element code_base + j
+// (4-bit codes packed two per byte, the even element in the low nibble) and
+// goes to output element out_base + j (4 bytes each for float32, 2 for
+// bfloat16).
+void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
+                   int64_t code_base, uint8_t* out, int64_t out_base,
+                   const int64_t* begins, const int64_t* lengths,
+                   const float* scales, int64_t count);
+
+}  // namespace ops_internal
+}  // namespace strata
+
+#endif  // STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
