@@ -1,0 +1,201 @@
+// The SIMD rows of Dequantize (NOTE [ Decoding codes by their bits ]) against
+// a reference written from the code formats' definitions, over random rows
+// of random runs: odd 4-bit starts, runs shorter and longer than a vector,
+// every code, and scales and tensor scales that are 0, -0, subnormal, huge,
+// infinite or NaN, into float32 and bfloat16.
+#include "ops/internal/dequantize_kernel.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/targets.h"
+
+namespace strata {
+namespace ops_internal {
+namespace {
+
+// A code's value from its format's definition.
+float Reference(CodeKind kind, uint32_t code) {
+  switch (kind) {
+    case CodeKind::kE4M3FN: {
+      const double sign = (code & 0x80) ? -1.0 : 1.0;
+      const int e = (code >> 3) & 15, m = code & 7;
+      if (e == 15 && m == 7) {
+        return std::copysign(std::numeric_limits<float>::quiet_NaN(),
+                             static_cast<float>(sign));
+      }
+      const double v = e == 0 ? m / 8.0 * std::ldexp(1.0, -6)
+                              : (1.0 + m / 8.0) * std::ldexp(1.0, e - 7);
+      return static_cast<float>(sign * v);
+    }
+    case CodeKind::kE2M1FN: {
+      const double sign = (code & 8) ? -1.0 : 1.0;
+      const int e = (code >> 1) & 3, m = code & 1;
+      const double v =
+          e == 0 ? m * 0.5 : (1.0 + m / 2.0) * std::ldexp(1.0, e - 1);
+      return static_cast<float>(sign * v);
+    }
+    case CodeKind::kInt8:
+      return static_cast<float>(static_cast<int8_t>(code));
+    case CodeKind::kUInt4:
+      return static_cast<float>(static_cast<int>(code) - 8);  // q4_0.
+  }
+  return 0;
+}
+
+// float32 to bfloat16 to nearest, ties to even, by comparing the two
+// neighbours in double (overflow to infinity); NaN quieted, sign kept.
+uint16_t ReferenceBFloat16(float v) {
+  uint32_t u;
+  std::memcpy(&u, &v, 4);
+  if (std::isnan(v)) return static_cast<uint16_t>((u >> 16) | 0x40);
+  const uint32_t down = u & 0xFFFF0000u;
+  if (down == u) return static_cast<uint16_t>(u >> 16);
+  const uint32_t up = down + 0x10000u;
+  auto value = [](uint32_t bits) {
+    if ((bits & 0x7FFFFFFFu) == 0x7F800000u) {
+      return std::copysign(std::ldexp(1.0, 128), (bits >> 31) ? -1.0 : 1.0);
+    }
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return static_cast<double>(f);
+  };
+  const double to_down = std::fabs(static_cast<double>(v) - value(down));
+  const double to_up = std::fabs(value(up) - static_cast<double>(v));
+  if (to_down < to_up) return static_cast<uint16_t>(down >> 16);
+  if (to_up < to_down) return static_cast<uint16_t>(up >> 16);
+  return static_cast<uint16_t>(((down >> 16) & 1) ? up >> 16 : down >> 16);
+}
+
+void CheckRows();
+
+float Pick(std::mt19937& rng) {
+  static const float kSpecial[] = {0.0f,
+                                   -0.0f,
+                                   1.0f,
+                                   -2.5f,
+                                   1e-40f,
+                                   -3e-39f,
+                                   1e38f,
+                                   -3e38f,
+                                   6e37f,
+                                   0.125f,
+                                   std::numeric_limits<float>::infinity(),
+                                   -std::numeric_limits<float>::infinity(),
+                                   std::numeric_limits<float>::quiet_NaN()};
+  std::uniform_int_distribution<int> which(0, 19);
+  const int w = which(rng);
+  if (w < 13) return kSpecial[w];
+  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-140, 120);
+  return std::ldexp(mantissa(rng), exponent(rng));
+}
+
+// Every SIMD target compiled in and supported by this CPU (AVX-512, AVX2,
+// SSE4, ...), each dispatched in turn.
+TEST(DequantizeKernelTest, RowsMatchTheFormatsDefinitions) {
+  int targets = 0;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    RecordProperty(hwy::TargetName(target), "checked");
+    hwy::SetSupportedTargetsForTest(target);
+    CheckRows();
+    ++targets;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  RecordProperty("targets", targets);
+  EXPECT_GE(targets, 1);
+}
+
+void CheckRows() {
+  std::mt19937 rng(20261204);
+  int64_t values = 0;
+  for (const CodeKind kind : {CodeKind::kE4M3FN, CodeKind::kE2M1FN,
+                              CodeKind::kInt8, CodeKind::kUInt4}) {
+    const bool packed4 = kind == CodeKind::kE2M1FN || kind == CodeKind::kUInt4;
+    std::vector<float> table(packed4 ? 16 : 256);
+    for (uint32_t c = 0; c < table.size(); ++c) table[c] = Reference(kind, c);
+    for (const RunOutput output : {RunOutput::kFloat32, RunOutput::kBFloat16}) {
+      for (const TensorScaleMode mode :
+           {TensorScaleMode::kNone, TensorScaleMode::kTimes,
+            TensorScaleMode::kDivided}) {
+        for (int trial = 0; trial < 60; ++trial) {
+          SCOPED_TRACE(::testing::Message()
+                       << "kind " << static_cast<int>(kind) << " output "
+                       << static_cast<int>(output) << " mode "
+                       << static_cast<int>(mode) << " trial " << trial);
+          std::uniform_int_distribution<int> small(0, 3), run(1, 70),
+              count(0, 8), byte(0, 255);
+          const int64_t code_base = small(rng), out_base = small(rng);
+          std::vector<int64_t> begins, lengths;
+          std::vector<float> scales;
+          int64_t n = 0;
+          for (int r = count(rng); r > 0; --r) {
+            begins.push_back(n);
+            lengths.push_back(run(rng));
+            scales.push_back(Pick(rng));
+            n += lengths.back();
+          }
+          std::vector<uint8_t> codes(code_base + n + 64);
+          for (uint8_t& b : codes) b = static_cast<uint8_t>(byte(rng));
+          const int width = output == RunOutput::kFloat32 ? 4 : 2;
+          std::vector<uint8_t> out(width * (out_base + n + 1), 0xA5);
+          const RowDecoding decoding{kind, output, mode, Pick(rng),
+                                     table.data()};
+          DequantizeRow(decoding, codes.data(), code_base, out.data(), out_base,
+                        begins.data(), lengths.data(), scales.data(),
+                        static_cast<int64_t>(begins.size()));
+          for (size_t r = 0; r < begins.size(); ++r) {
+            for (int64_t j = begins[r]; j < begins[r] + lengths[r]; ++j) {
+              const int64_t c = code_base + j;
+              const uint32_t code =
+                  packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15 : codes[c];
+              float v = Reference(kind, code) * scales[r];
+              if (mode == TensorScaleMode::kTimes) v = v * decoding.g;
+              if (mode == TensorScaleMode::kDivided) v = v / decoding.g;
+              if (std::isnan(v)) {  // Which NaN of two operands: unspecified.
+                uint32_t got = 0;
+                std::memcpy(&got, &out[width * (out_base + j)], width);
+                const uint32_t magnitude =
+                    width == 4 ? got & 0x7FFFFFFFu : got & 0x7FFFu;
+                ASSERT_GT(magnitude, width == 4 ? 0x7F800000u : 0x7F80u)
+                    << "value " << j << " is not a NaN";
+                ++values;
+                continue;
+              }
+              uint8_t want[4];
+              if (output == RunOutput::kFloat32) {
+                std::memcpy(want, &v, 4);
+              } else {
+                const uint16_t b = ReferenceBFloat16(v);
+                std::memcpy(want, &b, 2);
+              }
+              ASSERT_EQ(std::memcmp(want, &out[width * (out_base + j)], width),
+                        0)
+                  << "value " << j << " code " << code << " scale " << scales[r]
+                  << " g " << decoding.g << " reference " << v;
+              ++values;
+            }
+          }
+          // Nothing outside the row is written.
+          for (int64_t k = 0; k < width * out_base; ++k) {
+            ASSERT_EQ(out[k], 0xA5);
+          }
+          for (size_t k = width * (out_base + n); k < out.size(); ++k) {
+            ASSERT_EQ(out[k], 0xA5);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(values, 100000);
+}
+
+}  // namespace
+}  // namespace ops_internal
+}  // namespace strata
