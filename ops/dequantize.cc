@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -38,7 +39,6 @@ using ops_internal::LoadDouble;
 using ops_internal::ModeAccess;
 using ops_internal::RequireData;
 using ops_internal::RequireWritable;
-using ops_internal::SameModeSizes;
 
 // The offset tables a walk of S_0 may build (as ops/internal/checks.cc's
 // budget for L_0).
@@ -277,8 +277,8 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
     c = end;
   }
   // Scale offsets are carrier indices: the run's scale coordinate through
-  // L_1. Where L_1 o S_0 composes to a layout congruent with S_0, each mode
-  // is a table or a stride of carrier offsets and a row's scales are sums of
+  // L_1. Where L_1 o S_0 is separable (NOTE [ Separable compositions ]),
+  // each mode is a table of carrier offsets and a row's scales are sums of
   // lookups; otherwise L_1 is evaluated once per run.
   const bool tensor_scale = rule.tensor_scale() && rep.num_levels() > 2;
   const TensorScale ts = !tensor_scale ? TensorScale::kNone
@@ -286,10 +286,11 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
                              ? TensorScale::kDivided
                              : TensorScale::kTimes;
   const Layout& s0 = rep.adjacent_layouts()[0];
-  absl::StatusOr<Layout> composed = Composition(scales.placement, s0);
-  const bool direct = composed.ok() && SameModeSizes(*composed, s0);
+  std::optional<std::vector<ModeAccess>> composed =
+      ops_internal::SeparableComposition(scales.placement, s0, shape);
+  const bool direct = composed.has_value();
   if (direct) {
-    s0_access = AlignedAccess(*composed, shape);
+    s0_access = *std::move(composed);
     for (ScaleRun& run : runs)
       run.scale_offset = s0_access.back().at(run.begin);
   }

@@ -3,8 +3,13 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
@@ -30,7 +35,6 @@ namespace {
 
 using ops_internal::AlignedAccess;
 using ops_internal::ModeAccess;
-using ops_internal::SameModeSizes;
 
 constexpr char kOp[] = "Relayout";
 
@@ -134,6 +138,166 @@ absl::StatusOr<Layout> CongruentAdjacent(const Layout& l0,
   return MakeLayout(modes);
 }
 
+// NOTE [ Moving scales by tiles ]
+// Between row-major scales and the 128x4 tiles, one 16-byte row of a tile
+// (4 scales of each of rows i, i+32, i+64, i+96) gathers 4 bytes from each
+// of 4 rows; 4 such rows of 4 neighbouring tiles are a 4x4 transpose of
+// 4-byte words of 16 bytes of each of those 4 grid rows. So a 128-row x
+// 16-column stretch of one-byte scales moves as 32 transposes of 4 loads
+// and 4 stores of 16 bytes, not 2048 one-byte copies. The tables say
+// whether a Tensor's scales have that shape (checked per tile, O(grid rows
+// + grid columns)); the rest moves scale by scale.
+
+// Per grid row and grid column (one entry per block along that mode), the
+// carrier byte offset contributed by that mode.
+std::vector<int64_t> BlockOffsets(const ModeAccess& access, int64_t extent,
+                                  int64_t block, int64_t width) {
+  std::vector<int64_t> offsets;
+  for (int64_t c = 0; c < extent; c += block) {
+    offsets.push_back(width * access.at(c));
+  }
+  return offsets;
+}
+
+// 4 words (4 bytes) of each of the 16-byte rows at in + in_at[g] to the
+// 16-byte rows at out + out_at[j]: out row j, word g = in row g, word j.
+inline void Transpose4x4Words(const uint8_t* in, const int64_t* in_at,
+                              uint8_t* out, const int64_t* out_at) {
+#if defined(__SSE2__)
+  const __m128i a0 =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + in_at[0]));
+  const __m128i a1 =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + in_at[1]));
+  const __m128i a2 =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + in_at[2]));
+  const __m128i a3 =
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + in_at[3]));
+  const __m128i t0 = _mm_unpacklo_epi32(a0, a1);
+  const __m128i t1 = _mm_unpacklo_epi32(a2, a3);
+  const __m128i t2 = _mm_unpackhi_epi32(a0, a1);
+  const __m128i t3 = _mm_unpackhi_epi32(a2, a3);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + out_at[0]),
+                   _mm_unpacklo_epi64(t0, t1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + out_at[1]),
+                   _mm_unpackhi_epi64(t0, t1));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + out_at[2]),
+                   _mm_unpacklo_epi64(t2, t3));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + out_at[3]),
+                   _mm_unpackhi_epi64(t2, t3));
+#else
+  uint8_t rows[4][16];
+  for (int g = 0; g < 4; ++g) std::memcpy(rows[g], in + in_at[g], 16);
+  for (int j = 0; j < 4; ++j) {
+    for (int g = 0; g < 4; ++g) {
+      std::memcpy(out + out_at[j] + 4 * g, rows[g] + 4 * j, 4);
+    }
+  }
+#endif
+}
+
+// Whether grid rows [base, base + 128) and grid columns [k, k + 16) are a
+// tile stretch: on the row-major side 16 consecutive bytes per row, on the
+// tiled side rows i + 32q at i's offset + 4q and columns 4j + c at 4j's + c.
+bool IsTileStretch(const std::vector<int64_t>& plain_cols,
+                   const std::vector<int64_t>& tiled_rows,
+                   const std::vector<int64_t>& tiled_cols, int64_t base,
+                   int64_t k) {
+  for (int64_t c = 1; c < 16; ++c) {
+    if (plain_cols[k + c] != plain_cols[k] + c) return false;
+    if (tiled_cols[k + c] != tiled_cols[k + c / 4 * 4] + c % 4) return false;
+  }
+  for (int64_t i = 0; i < 32; ++i) {
+    for (int64_t q = 1; q < 4; ++q) {
+      if (tiled_rows[base + 32 * q + i] != tiled_rows[base + i] + 4 * q) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The move of NOTE [ Moving scales by tiles ] for one-byte scales, when the
+// last two modes are a tile grid on one side and row-major on the other;
+// false (nothing written) otherwise.
+bool MoveByTiles(const std::vector<int64_t>& shape,
+                 const std::vector<int64_t>& blocks,
+                 const std::vector<ModeAccess>& from_at,
+                 const std::vector<ModeAccess>& to_at, const uint8_t* from,
+                 uint8_t* to) {
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  if (rank < 2) return false;
+  for (const bool rows_first : {true, false}) {
+    const int64_t row_mode = rows_first ? rank - 2 : rank - 1;
+    const int64_t col_mode = rows_first ? rank - 1 : rank - 2;
+    const auto offsets = [&](const std::vector<ModeAccess>& at, int64_t m) {
+      return BlockOffsets(at[m], shape[m], blocks[m], 1);
+    };
+    const std::vector<int64_t> from_rows = offsets(from_at, row_mode);
+    const std::vector<int64_t> from_cols = offsets(from_at, col_mode);
+    const std::vector<int64_t> to_rows = offsets(to_at, row_mode);
+    const std::vector<int64_t> to_cols = offsets(to_at, col_mode);
+    const int64_t rows = static_cast<int64_t>(from_rows.size());
+    const int64_t cols = static_cast<int64_t>(from_cols.size());
+    const int64_t full_rows = rows / 128 * 128, full_cols = cols / 16 * 16;
+    if (full_rows == 0 || full_cols == 0) continue;
+    for (const bool to_tiles : {true, false}) {
+      const std::vector<int64_t>& plain_cols = to_tiles ? from_cols : to_cols;
+      const std::vector<int64_t>& tiled_rows = to_tiles ? to_rows : from_rows;
+      const std::vector<int64_t>& tiled_cols = to_tiles ? to_cols : from_cols;
+      bool tiles = true;
+      for (int64_t r = 0; tiles && r < full_rows; r += 128) {
+        for (int64_t k = 0; tiles && k < full_cols; k += 16) {
+          tiles = IsTileStretch(plain_cols, tiled_rows, tiled_cols, r, k);
+        }
+      }
+      if (!tiles) continue;
+      // Every outer block (the modes before the last two), then the grid.
+      std::vector<int64_t> block(rank - 2, 0);
+      while (true) {
+        int64_t from_base = 0, to_base = 0;
+        for (int64_t m = 0; m < rank - 2; ++m) {
+          from_base += from_at[m].at(block[m] * blocks[m]);
+          to_base += to_at[m].at(block[m] * blocks[m]);
+        }
+        const uint8_t* in = from + from_base;
+        uint8_t* out = to + to_base;
+        int64_t in_at[4], out_at[4];
+        for (int64_t r = 0; r < full_rows; r += 128) {
+          for (int64_t k = 0; k < full_cols; k += 16) {
+            for (int64_t i = 0; i < 32; ++i) {
+              for (int64_t g = 0; g < 4; ++g) {
+                if (to_tiles) {  // In: grid row r+i+32g; out: tile k/4+g.
+                  in_at[g] = from_rows[r + i + 32 * g] + from_cols[k];
+                  out_at[g] = to_rows[r + i] + to_cols[k + 4 * g];
+                } else {
+                  in_at[g] = from_rows[r + i] + from_cols[k + 4 * g];
+                  out_at[g] = to_rows[r + i + 32 * g] + to_cols[k];
+                }
+              }
+              Transpose4x4Words(in, in_at, out, out_at);
+            }
+          }
+        }
+        // The edges: rows past the last whole tile, columns past the last
+        // whole stretch.
+        for (int64_t r = 0; r < rows; ++r) {
+          for (int64_t k = r < full_rows ? full_cols : 0; k < cols; ++k) {
+            out[to_rows[r] + to_cols[k]] = in[from_rows[r] + from_cols[k]];
+          }
+        }
+        int64_t m = rank - 2;
+        while (m-- > 0) {
+          if (++block[m] * blocks[m] < shape[m]) break;
+          block[m] = 0;
+        }
+        if (m < 0) break;
+      }
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int64_t>> ScaleBlocks(const Tensor& t) {
@@ -229,18 +393,25 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
   // The scales, one block at a time: the block's first coordinate on every
   // mode, through the old S_0 and L_1 and through the new ones.
   //
-  // L_1 o S_0, old and new, as layouts where the algebra admits them: each
-  // mode then a table or a stride of carrier offsets, and a block is a sum
-  // of lookups, not two evaluations of hierarchical layouts.
-  absl::StatusOr<Layout> old_full = Composition(scales.placement, s0);
-  absl::StatusOr<Layout> new_full = Composition(l1, new_s0);
+  // L_1 o S_0, old and new, where separable (NOTE [ Separable compositions ]
+  // in ops/internal/iterate.h): each mode a table of carrier offsets, and a
+  // block a sum of lookups, not two evaluations of hierarchical layouts.
+  std::optional<std::vector<ModeAccess>> old_full =
+      t.size() > 0
+          ? ops_internal::SeparableComposition(scales.placement, s0, shape)
+          : std::nullopt;
+  std::optional<std::vector<ModeAccess>> new_full =
+      t.size() > 0 ? ops_internal::SeparableComposition(l1, new_s0, shape)
+                   : std::nullopt;
   auto write_scales = [&](uint8_t* to) {
-    if (t.size() > 0 && rank >= 1 && old_full.ok() && new_full.ok() &&
-        SameModeSizes(*old_full, s0) && SameModeSizes(*new_full, new_s0)) {
-      const std::vector<ModeAccess> from_at = AlignedAccess(*old_full, shape);
-      const std::vector<ModeAccess> to_at = AlignedAccess(*new_full, shape);
+    if (rank >= 1 && old_full.has_value() && new_full.has_value()) {
+      const std::vector<ModeAccess>& from_at = *old_full;
+      const std::vector<ModeAccess>& to_at = *new_full;
       const auto* from = static_cast<const uint8_t*>(scales.carrier->data()) +
                          width * scales.offset;
+      if (width == 1 && MoveByTiles(shape, blocks, from_at, to_at, from, to)) {
+        return;
+      }
       // The innermost mode's block offsets, once, merged into segments of
       // blocks whose scales are consecutive bytes on both sides (4 in a row of
       // the 128x4 tiles): one copy per segment.

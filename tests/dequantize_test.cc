@@ -519,7 +519,8 @@ TEST(DequantizeTest, OtherCompoundDTypesAreOneSubtensorRequired) {
 
 // values.md section 2: relayout moves the scales into the other layout with
 // the codes shared; the moved scales are the bytes the quantizer writes in
-// that layout, and the values do not change.
+// that layout, and the values do not change. The larger shapes take the
+// tiled move where the scales are one byte.
 TEST(RelayoutTest, ScalesMoveToTheQuantizersOtherLayoutCodesShared) {
   std::mt19937 rng(5);
   std::normal_distribution<float> normal(0.0f, 3.0f);
@@ -528,7 +529,11 @@ TEST(RelayoutTest, ScalesMoveToTheQuantizersOtherLayoutCodesShared) {
         dtypes::NVFP4TS(), dtypes::NVFP4TSRecip()}) {
     for (const std::vector<int64_t>& shape :
          {std::vector<int64_t>{200, 64}, std::vector<int64_t>{2, 33, 96},
-          std::vector<int64_t>{64, 130}}) {
+          std::vector<int64_t>{64, 130},
+          // Whole tiles and edges (NOTE [ Moving scales by tiles ]): 300
+          // grid rows by 33 grid columns, batched; and blocked along dim 0,
+          // 260 grid rows (the last dim) by 17 grid columns.
+          std::vector<int64_t>{2, 300, 1056}, std::vector<int64_t>{544, 260}}) {
       SCOPED_TRACE(
           absl::StrCat(format->name(), " ", absl::StrJoin(shape, "x")));
       std::vector<float> x(Count(shape));

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "layout/algebra.h"
@@ -82,14 +83,58 @@ std::vector<int64_t> RowMajorOffsets(absl::Span<const Layout> modes, int begin,
   return offsets;
 }
 
-bool SameModeSizes(const Layout& a, const Layout& b) {
-  const auto a_modes = TopLevelModes(a);
-  const auto b_modes = TopLevelModes(b);
-  if (a_modes.size() != b_modes.size()) return false;
-  for (size_t m = 0; m < a_modes.size(); ++m) {
-    if (a_modes[m].size() != b_modes[m].size()) return false;
+std::optional<std::vector<ModeAccess>> SeparableComposition(
+    const Layout& l, const Layout& s, const std::vector<int64_t>& extents) {
+  // Where the algebra admits L o S, its modes give the tables by leaves (as
+  // MakeModeAccess builds them), cheaper than digits per offset; a mode may
+  // come out refined (4096 as (32,4,32)) but indexes the same coordinates.
+  const absl::StatusOr<Layout> composed = Composition(l, s);
+  if (composed.ok()) {
+    const auto composed_modes = TopLevelModes(*composed);
+    const auto s_modes = TopLevelModes(s);
+    bool same = composed_modes.size() == s_modes.size();
+    for (size_t m = 0; same && m < s_modes.size(); ++m) {
+      same = composed_modes[m].size() == s_modes[m].size();
+    }
+    if (same) return AlignedAccess(*composed, extents);
   }
-  return true;
+  const absl::Span<const int64_t> radix = l.shape().leaves();
+  const absl::Span<const int64_t> stride = l.stride().leaves();
+  const int64_t domain = l.size();
+  std::vector<ModeAccess> access = AlignedAccess(s, extents);
+  std::vector<bool> taken(radix.size(), false);
+  for (size_t m = 0; m < extents.size(); ++m) {
+    const int64_t extent = access[m].strided() && access[m].stride == 0
+                               ? 1  // Broadcast: offset 0 throughout.
+                               : extents[m];
+    std::vector<bool> digits(radix.size(), false);
+    std::vector<int64_t> table(extent);
+    for (int64_t c = 0; c < extent; ++c) {
+      int64_t rest = access[m].at(c);
+      if (rest < 0 || rest >= domain) return std::nullopt;
+      uint64_t offset = 0;  // Wrapping, as Layout's own evaluation.
+      for (size_t k = 0; k < radix.size() && rest > 0; ++k) {
+        const int64_t digit = k + 1 == radix.size() ? rest : rest % radix[k];
+        rest = k + 1 == radix.size() ? 0 : rest / radix[k];
+        if (digit == 0) continue;
+        digits[k] = true;
+        offset +=
+            static_cast<uint64_t>(digit) * static_cast<uint64_t>(stride[k]);
+      }
+      table[c] = static_cast<int64_t>(offset);
+    }
+    for (size_t k = 0; k < radix.size(); ++k) {
+      if (digits[k] && taken[k]) return std::nullopt;
+      taken[k] = taken[k] || digits[k];
+    }
+    if (extent == 1 && extents[m] != 1) {
+      access[m] = ModeAccess{};  // Broadcast stays stride 0.
+    } else {
+      access[m].stride = 0;
+      access[m].table = std::move(table);
+    }
+  }
+  return access;
 }
 
 }  // namespace ops_internal

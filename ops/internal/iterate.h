@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/types/span.h"
@@ -40,10 +41,19 @@ std::vector<ModeAccess> AlignedAccess(const Layout& layout,
                                       const std::vector<int64_t>& extents,
                                       bool prefix = false);
 
-// Whether `a` and `b` have as many top-level modes, of the same sizes, so that
-// AlignedAccess gives both the same coordinates (a composition may refine a
-// mode's shape, e.g. 4096 into (32,4,32), without changing what it indexes).
-bool SameModeSizes(const Layout& a, const Layout& b);
+// NOTE [ Separable compositions ]
+// The accesses of L o S along each mode of `extents` (aligned as
+// AlignedAccess aligns S), as offset tables, when L is additive over S's
+// modes: written in L's mixed radix (its leaves, colexicographic), the S
+// offsets of each mode have nonzero digits only where no other mode's do, so
+// a sum of one offset per mode never carries and L of it is the sum of L of
+// each. This holds where the algebra's Composition does not admit L o S
+// (a grid padded to 128x4 tiles under S_0 of 200 rows), and costs O(sum of
+// extents x leaves of L); where Composition admits it, its modes give the
+// tables directly. nullopt when it does not hold: an S offset that is
+// negative or beyond L's domain, or two modes sharing a digit.
+std::optional<std::vector<ModeAccess>> SeparableComposition(
+    const Layout& l, const Layout& s, const std::vector<int64_t>& extents);
 
 // Calls f(std::array<int64_t, N> index) for every element in row-major order,
 // where index[k] = bases[k] + sum over modes of operand k's offset.
