@@ -55,6 +55,42 @@ std::vector<int64_t> TargetBlocks(const BlockScaling& scaling, int64_t rank,
   return blocks;
 }
 
+// 128x4 tiles whose blocks lie along dim 0 of a rank-2 Tensor: a chunk of
+// rows is not a run of tiles, so the chunks are quantized with row-major
+// scales and the scales then move into the tiles (Relayout's bytes are the
+// quantizer's); the result takes `like`'s layouts, its codes the chunks'.
+absl::StatusOr<Tensor> ChunkedThenTiled(const Tensor& t,
+                                        const CompoundDType& to,
+                                        const QuantizeOptions& options,
+                                        const Tensor& like) {
+  QuantizeOptions row_major = options;
+  row_major.scale_layout = ScaleLayout::kRowMajor;
+  STRATA_ASSIGN_OR_RETURN(Tensor rows, Requantize(t, to, row_major));
+  STRATA_ASSIGN_OR_RETURN(Tensor tiles,
+                          Relayout(rows, ScaleLayout::kSwizzled128x4));
+  const Representation& want = TensorAccess::representation(like);
+  const Representation& codes = TensorAccess::representation(rows);
+  const Representation& scales = TensorAccess::representation(tiles);
+  std::vector<SubtensorCandidate> subtensors;
+  subtensors.push_back({want.subtensor(0).storage_dtype,
+                        codes.subtensor(0).carrier, codes.subtensor(0).offset,
+                        want.subtensor(0).placement});
+  subtensors.push_back({want.subtensor(1).storage_dtype,
+                        scales.subtensor(1).carrier, scales.subtensor(1).offset,
+                        want.subtensor(1).placement});
+  std::vector<absl::StatusOr<Layout>> adjacent(want.adjacent_layouts().begin(),
+                                               want.adjacent_layouts().end());
+  for (int k = 2; k < want.num_levels(); ++k) {
+    subtensors.push_back({want.subtensor(k).storage_dtype,
+                          codes.subtensor(k).carrier, codes.subtensor(k).offset,
+                          want.subtensor(k).placement});
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      auto rep,
+      Representation::Create(&to, std::move(subtensors), std::move(adjacent)));
+  return MakeTensor(std::move(rep));
+}
+
 }  // namespace
 
 absl::StatusOr<Tensor> Requantize(const Tensor& t, const CompoundDType& to,
@@ -117,10 +153,10 @@ absl::StatusOr<Tensor> Requantize(const Tensor& t, const CompoundDType& to,
     } else if (blocks[0] > 1) {
       unit = std::lcm(unit, blocks[0]);
     }
-    if (swizzled && rank == 2) {
-      if (dim == 0) chunked = false;
-      unit = std::lcm<int64_t>(unit, 128);
+    if (swizzled && rank == 2 && dim == 0) {
+      return ChunkedThenTiled(t, to, options, result);
     }
+    if (swizzled && rank == 2) unit = std::lcm<int64_t>(unit, 128);
     const int64_t row_values = t.size() / shape[0];
     if (out.subtensor(0).storage_dtype->bits() == 4 && row_values % 2 != 0) {
       unit = std::lcm<int64_t>(unit, 2);

@@ -13,10 +13,13 @@
 // (16 MiB) or one row of blocks, whichever is larger. Where the target
 // scales by the whole Tensor (nvfp4_ts*'s tensor scale, a tensorwise
 // format's one block) a first pass over the same chunks finds the whole
-// amax, which every chunk then uses. Two targets are quantized in one chunk:
-// 128x4 tiles whose blocks lie along dim 0 of a rank-2 Tensor (a chunk of
-// blocks is not a contiguous run of tiles), and a format whose blocks span
-// dim 0 without being one block of the whole Tensor (a user's format).
+// amax, which every chunk then uses. For 128x4 tiles whose blocks lie along
+// dim 0 of a rank-2 Tensor (a chunk of rows is not a contiguous run of
+// tiles) the chunks are quantized with row-major scales, which then move
+// into the tiles (Relayout): the codes are the chunks', the scales are
+// written twice. One target is quantized in one chunk: a format whose blocks
+// span dim 0 without being one block of the whole Tensor (a user's format;
+// a chunk of whole rows would cut its blocks).
 // Where `to` is the source's own format and its blocks stay where they are,
 // Requantize is Relayout (ops/relayout.h): the codes are shared.
 #ifndef STRATA_OPS_REQUANTIZE_H_

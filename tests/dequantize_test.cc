@@ -741,8 +741,9 @@ TEST(RequantizeTest, Ue8m0QuantizationIsTheReferences) {
 TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
   struct Target {
     const CompoundDType* format;
-    bool chosen;  // Blocked along the last dim.
+    bool chosen;  // Blocked along the last dim (or dim 0).
     ScaleLayout layout;
+    bool along_dim_0 = false;
   };
   const std::vector<Target> targets = {
       {dtypes::MXFP8E4M3(), true, ScaleLayout::kRowMajor},
@@ -758,8 +759,12 @@ TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
       {dtypes::FP8E4M3Block128x128UE8M0(), false, ScaleLayout::kRowMajor},
       {dtypes::Q8_0(), false, ScaleLayout::kRowMajor},
       {dtypes::Q4_0(), false, ScaleLayout::kRowMajor},
+      // Tiles of blocks along dim 0: chunks with row-major scales, then the
+      // tiles.
+      {dtypes::MXFP8E4M3(), true, ScaleLayout::kSwizzled128x4, true},
+      {dtypes::NVFP4TS(), true, ScaleLayout::kSwizzled128x4, true},
   };
-  int compared = 0;
+  int compared = 0, along_dim_0 = 0;
   for (const Case& c : Cases()) {
     const Tensor t = CaseTensor(c);
     std::vector<std::pair<std::string, Tensor>> sources = {{"whole", t}};
@@ -772,11 +777,13 @@ TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
       for (const Target& target : targets) {
         SCOPED_TRACE(absl::StrCat(c.name, " ", what, " -> ",
                                   target.format->name(), " ",
-                                  ScaleLayoutName(target.layout)));
+                                  ScaleLayoutName(target.layout),
+                                  target.along_dim_0 ? " along dim 0" : ""));
         QuantizeOptions options;
-        options.blocked_dim = target.chosen
-                                  ? static_cast<int64_t>(c.shape.size()) - 1
-                                  : kBlocksOfTheFormat;
+        options.blocked_dim = !target.chosen ? kBlocksOfTheFormat
+                              : target.along_dim_0
+                                  ? 0
+                                  : static_cast<int64_t>(c.shape.size()) - 1;
         options.scale_layout = target.layout;
         options.max_chunk_bytes = 3 * 4 * (values.size() / values.shape()[0]);
         auto want = QuantizeBlockScaled(values, *target.format,
@@ -816,10 +823,12 @@ TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
           }
         }
         ++compared;
+        along_dim_0 += target.along_dim_0 ? 1 : 0;
       }
     }
   }
   EXPECT_GE(compared, 150);
+  EXPECT_GE(along_dim_0, 4);
 }
 
 // DeepSeek's FP8 128x128 into Blackwell's UE8M0 scales (vLLM's
