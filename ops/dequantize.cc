@@ -72,7 +72,11 @@ class LevelReader {
   LevelReader(const Subtensor& level, float zero_point)
       : dtype_(*level.storage_dtype),
         data_(static_cast<const uint8_t*>(level.carrier->data())),
-        bits_(dtype_.bits()) {
+        bits_(dtype_.bits()),
+        wide_(&dtype_ == dtypes::Float32()    ? Wide::kFloat32
+              : &dtype_ == dtypes::Float16()  ? Wide::kFloat16
+              : &dtype_ == dtypes::BFloat16() ? Wide::kBFloat16
+                                              : Wide::kOther) {
     if (bits_ <= 8) {
       for (uint32_t code = 0; code < (1u << bits_); ++code) {
         uint8_t byte = static_cast<uint8_t>(code);
@@ -89,13 +93,36 @@ class LevelReader {
     if (bits_ == 4)
       return table_[(data_[index >> 1] >> ((index & 1) * 4)) & 15];
     if (bits_ < 8) return table_[ReadPacked(data_, bits_, index)];
+    // The scales' usual dtypes without LoadDouble's dispatch (q8_0's float16
+    // scale is read once per 32 values).
+    switch (wide_) {
+      case Wide::kFloat32: {
+        float v;
+        std::memcpy(&v, data_ + 4 * index, 4);
+        return v;
+      }
+      case Wide::kFloat16: {
+        uint16_t h;
+        std::memcpy(&h, data_ + 2 * index, 2);
+        return HalfToFloat(h);
+      }
+      case Wide::kBFloat16: {
+        uint16_t b;
+        std::memcpy(&b, data_ + 2 * index, 2);
+        return BFloat16ToFloat(b);
+      }
+      case Wide::kOther:
+        break;
+    }
     return static_cast<float>(LoadDouble(dtype_, data_, index));
   }
 
  private:
+  enum class Wide { kFloat32, kFloat16, kBFloat16, kOther };
   const SimpleDType& dtype_;
   const uint8_t* data_;
   int bits_;
+  Wide wide_;
   std::array<float, 256> table_{};
 };
 
