@@ -112,6 +112,27 @@ absl::StatusOr<ScaleCarrier> MakeScaleCarrier(
   return ScaleCarrier{std::move(host), false};
 }
 
+// Whether `l1` holds its grid in row-major order: leaving out stride-0 leaves
+// (a ragged grid's merged coordinates), the last mode is fastest, each mode's
+// leaves in order, each stride at least the extent of all faster ones (a
+// slice of a row-major grid keeps the whole grid's row pitch).
+bool IsRowMajorGrid(const Layout& l1) {
+  const auto modes = TopLevelModes(l1);
+  int64_t expected = 1;
+  for (size_t m = modes.size(); m-- > 0;) {
+    const absl::Span<const int64_t> extents = modes[m].shape().leaves();
+    const absl::Span<const int64_t> strides = modes[m].stride().leaves();
+    for (size_t k = 0; k < extents.size(); ++k) {
+      if (strides[k] == 0 || extents[k] == 1) continue;
+      if (strides[k] < expected) return false;
+      if (__builtin_mul_overflow(strides[k], extents[k], &expected)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
 // S_0 from the template's modes, each composed with a compact layout of L_0's
 // mode so that the result is congruent with L_0.
 absl::StatusOr<Layout> CongruentAdjacent(const Layout& l0,
@@ -387,8 +408,28 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
     count = grid.scale_size;
   }
   if (t.size() == 0) count = 0;
-  STRATA_ASSIGN_OR_RETURN(Layout new_s0,
-                          CongruentAdjacent(codes.placement, template_s0));
+  absl::StatusOr<Layout> congruent =
+      CongruentAdjacent(codes.placement, template_s0);
+  // NOTE [ Keeping a ragged slice's grid ]: a slice of a ragged Tensor whose
+  // L_0 modes were factored by the whole Tensor's gcd (256 of 576 rows as
+  // (64,4)) cannot address a fresh grid's S_0 ((128,2)). Where row-major is
+  // asked and its scales are row-major already, in a carrier of their own,
+  // the result keeps S_0 and L_1 (the whole Tensor's grid) and takes a copy
+  // of the scale carrier: the same cost, the layout asked.
+  int64_t scale_offset = 0;
+  bool keep_grid = false;
+  if (!congruent.ok()) {
+    keep_grid =
+        scale_layout == ScaleLayout::kRowMajor &&
+        scales.carrier != codes.carrier && IsRowMajorGrid(scales.placement) &&
+        (rep.num_levels() < 3 || rep.subtensor(2).carrier != scales.carrier);
+    if (!keep_grid) return congruent.status();
+    congruent = s0;
+    l1 = scales.placement;
+    scale_offset = scales.offset;
+    count = scales.carrier->size();
+  }
+  Layout new_s0 = *std::move(congruent);
 
   // The scales, one block at a time: the block's first coordinate on every
   // mode, through the old S_0 and L_1 and through the new ones.
@@ -396,14 +437,19 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
   // L_1 o S_0, old and new, where separable (NOTE [ Separable compositions ]
   // in ops/internal/iterate.h): each mode a table of carrier offsets, and a
   // block a sum of lookups, not two evaluations of hierarchical layouts.
+  const bool walk = t.size() > 0 && !keep_grid;
   std::optional<std::vector<ModeAccess>> old_full =
-      t.size() > 0
-          ? ops_internal::SeparableComposition(scales.placement, s0, shape)
-          : std::nullopt;
+      walk ? ops_internal::SeparableComposition(scales.placement, s0, shape)
+           : std::nullopt;
   std::optional<std::vector<ModeAccess>> new_full =
-      t.size() > 0 ? ops_internal::SeparableComposition(l1, new_s0, shape)
-                   : std::nullopt;
+      walk ? ops_internal::SeparableComposition(l1, new_s0, shape)
+           : std::nullopt;
   auto write_scales = [&](uint8_t* to) {
+    if (keep_grid) {
+      const int64_t bytes = width * count;
+      if (bytes > 0) std::memcpy(to, scales.carrier->data(), bytes);
+      return;
+    }
     if (rank >= 1 && old_full.has_value() && new_full.has_value()) {
       const std::vector<ModeAccess>& from_at = *old_full;
       const std::vector<ModeAccess>& to_at = *new_full;
@@ -490,7 +536,8 @@ absl::StatusOr<Tensor> Relayout(const Tensor& t, ScaleLayout scale_layout) {
   }
   subtensors.push_back({codes.storage_dtype, std::move(code_carrier),
                         codes.offset, codes.placement});
-  subtensors.push_back({&scale_dtype, std::move(new_scales.carrier), 0, l1});
+  subtensors.push_back(
+      {&scale_dtype, std::move(new_scales.carrier), scale_offset, l1});
   std::vector<absl::StatusOr<Layout>> adjacent;
   adjacent.push_back(std::move(new_s0));
   if (rep.num_levels() > 2) {

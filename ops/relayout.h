@@ -12,7 +12,11 @@
 // blocks are read off the source's S_0: along each mode, the first run of
 // one scale coordinate is the block (the whole extent where it never
 // changes). A tensor scale (level 2) is shared too. The cost is the scales':
-// one read and one write per block, plus O(extent) per mode.
+// one read and one write per block, plus O(extent) per mode. A slice of a
+// ragged Tensor whose L_0 modes cannot address a fresh grid's S_0 keeps its
+// S_0 and L_1 when row-major is asked and its scales are row-major already
+// (NOTE [ Keeping a ragged slice's grid ] in relayout.cc): its scale carrier
+// is copied.
 //
 // The spec's one-carrier-class rule asks the new scale carrier to be of the
 // codes' class, and it is made anew in that class: a host carrier beside
