@@ -347,8 +347,17 @@ echo "$out" | grep -q 'ValueError: carrier "c0": MappedRegion: "short.safetensor
   fail "short file line: $out"
 sed 's/file_offset: 343/file_offset: 343 data: "x"/' moe_down.textproto > data.textproto
 out=$("$strata" validate data.textproto); status=$?
-[ "$status" = 1 ] && echo "$out" | grep -q 'ValueError: carrier "c0": a mapped carrier never holds data' ||
+[ "$status" = 1 ] && echo "$out" | grep -q 'ValueError: carrier "c0": a mapped carrier of a file never holds data' ||
   fail "mapped with data: $status $out"
+# With no file, a mapped carrier is an anonymous mapping holding its data (a
+# relayout's scales beside a mapped weight): it validates; without data it is
+# refused.
+printf 'logical_dtype: "uint8"\ncarriers { id: "c0" carrier_class: "mapped" dtype: "uint8" size: 2 data: "ab" }\nsubtensors { storage_dtype: "uint8" carrier: "c0" placement: "2:1" }\n' > anonymous.textproto
+out=$("$strata" validate anonymous.textproto); status=$?
+[ "$status" = 0 ] && echo "$out" | grep -q 'OK dtype=uint8' || fail "anonymous mapped: $status $out"
+sed 's/ data: "ab"//' anonymous.textproto > no_bytes.textproto
+out=$("$strata" validate no_bytes.textproto); status=$?
+[ "$status" = 1 ] && echo "$out" | grep -q 'anonymous mapping' || fail "anonymous mapped without data: $status $out"
 out=$("$strata" import moe.safetensors --dump embed --data); status=$?
 [ "$status" = 0 ] || fail "import --dump --data exit $status"
 echo "$out" | grep -q 'carrier_class: "host"' && echo "$out" | grep -q 'data: ' || fail "dump --data: $out"
