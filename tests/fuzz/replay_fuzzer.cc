@@ -47,9 +47,16 @@ Verdict SlowCheck(const proto::RepresentationProto& p) {
     if (!carriers.emplace(c.id(), &c).second) return Verdict::kInvalid;
     auto d = DTypeRegistry::Global().Lookup(c.dtype());
     if (!d.ok()) return Verdict::kInvalid;
+    if (c.carrier_class() == "mapped" && !c.file().empty()) {
+      return Verdict::kTooLarge;  // A file of this machine: not judged here.
+    }
+    const bool mapped = c.carrier_class() == "mapped";
     if (c.carrier_class() != "host" && c.carrier_class() != "external" &&
-        c.carrier_class() != "recorded") {
+        c.carrier_class() != "recorded" && !mapped) {
       continue;  // Not a Carrier: caught when a subtensor names it.
+    }
+    if (!mapped && (!c.file().empty() || c.file_offset() != 0)) {
+      return Verdict::kInvalid;
     }
     const bool recorded = c.carrier_class() == "recorded" ||
                           (*d)->AsSimple() == nullptr || c.size() < 0;
@@ -57,6 +64,14 @@ Verdict SlowCheck(const proto::RepresentationProto& p) {
     if (!recorded && !c.data().empty()) {
       auto bytes = StorageBytes(*(*d)->AsSimple(), c.size());
       if (!bytes.ok() || *bytes != static_cast<int64_t>(c.data().size())) {
+        return Verdict::kInvalid;
+      }
+    }
+    // An anonymous mapping (a mapped carrier with no file) carries its bytes.
+    if (mapped && !recorded) {
+      auto bytes = StorageBytes(*(*d)->AsSimple(), c.size());
+      if (c.file_offset() != 0 || !bytes.ok() ||
+          (*bytes > 0 && c.data().empty())) {
         return Verdict::kInvalid;
       }
     }
@@ -71,7 +86,7 @@ Verdict SlowCheck(const proto::RepresentationProto& p) {
     if (it == carriers.end()) return Verdict::kInvalid;
     const auto& c = *it->second;
     if (c.carrier_class() != "host" && c.carrier_class() != "external" &&
-        c.carrier_class() != "recorded") {
+        c.carrier_class() != "recorded" && c.carrier_class() != "mapped") {
       return Verdict::kInvalid;
     }
     auto cd = DTypeRegistry::Global().Lookup(c.dtype());
