@@ -162,6 +162,85 @@ HWY_INLINE void Pairs(DF df, const RowDecoding& d,
   StorePairs<kOut>(df, lo, hi, out, o);
 }
 
+// NOTE [ fp4 through a table of its magnitudes ]
+// An fp4 value is sign x one of 8 magnitudes, and x s, x g, / g and the
+// rounding to bfloat16 are symmetric in the sign: so a run's 8 scaled (and
+// rounded) magnitudes are computed once, each code is a lane permutation of
+// them, and its sign is an exclusive or. The products are the same floats as
+// value by value (-0 x s flips with the sign too); only NaN's sign could
+// differ (x86 makes 0 x inf the negative NaN whatever the operands), so a
+// run whose scale or tensor scale is not finite and nonzero stays on the
+// value-by-value path.
+template <int kMode>
+HWY_INLINE bool SignSymmetric(float s, float g) {
+  const bool finite_s = s - s == 0.0f;  // False for infinities and NaN.
+  if constexpr (kMode == static_cast<int>(TensorScaleMode::kNone)) {
+    return finite_s;
+  }
+  return finite_s && g - g == 0.0f && g != 0.0f;
+}
+
+// The values of one run of fp4 codes from `bytes` (an even start), 16 at a
+// time; returns how many it wrote (a multiple of 16; the rest is the
+// caller's).
+template <int kOut, int kMode>
+HWY_INLINE int64_t MagnitudeTableRun(const RowDecoding& d,
+                                     const uint8_t* HWY_RESTRICT bytes, float s,
+                                     int64_t n, uint8_t* HWY_RESTRICT out,
+                                     int64_t o) {
+  const hn::CappedTag<float, 8> df;
+  if (hn::Lanes(df) != 8 || n < 16) return 0;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  // Codes 0..7 are the magnitudes; scaled, and as bfloat16 where asked.
+  const auto magnitudes = Scale<kMode>(
+      Decode<static_cast<int>(CodeKind::kE2M1FN)>(df, hn::Iota(di, 0), d.table),
+      hn::Set(df, s), hn::Set(df, d.g));
+  hn::Vec<decltype(du)> table;
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    table = hn::BitCast(du, magnitudes);
+  } else {
+    table = BFloat16Bits(df, magnitudes);
+  }
+  const auto seven = hn::Set(di, 7);
+  int64_t done = 0;
+  for (; n - done >= 16; done += 16) {
+    const auto b = hn::PromoteTo(di, hn::LoadU(d8, bytes + done / 2));
+    const auto lo =
+        hn::TableLookupLanes(table, hn::IndicesFromVec(du, hn::And(b, seven)));
+    const auto hi = hn::TableLookupLanes(
+        table, hn::IndicesFromVec(du, hn::And(hn::ShiftRight<4>(b), seven)));
+    if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+      // Sign bits 3 and 7 of each byte to bit 31.
+      const auto lo_sign =
+          hn::BitCast(du, hn::ShiftLeft<28>(hn::And(b, hn::Set(di, 8))));
+      const auto hi_sign =
+          hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+      hn::StoreInterleaved2(hn::BitCast(df, hn::Xor(lo, lo_sign)),
+                            hn::BitCast(df, hn::Xor(hi, hi_sign)), df,
+                            reinterpret_cast<float*>(out + 4 * (o + done)));
+    } else {
+      // Sign bits 3 and 7 to bit 15 of each half of the word.
+      const auto lo_sign =
+          hn::BitCast(du, hn::ShiftLeft<12>(hn::And(b, hn::Set(di, 8))));
+      const auto hi_sign =
+          hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+      const auto words =
+          hn::Or(hn::Xor(lo, lo_sign), hn::Xor(hn::ShiftLeft<16>(hi), hi_sign));
+#if HWY_TARGET == HWY_SCALAR
+      (void)words;
+      return 0;
+#else
+      const hn::Repartition<uint16_t, decltype(df)> dw16;
+      hn::StoreU(hn::BitCast(dw16, words), dw16,
+                 reinterpret_cast<uint16_t*>(out + 2 * (o + done)));
+#endif
+    }
+  }
+  return done;
+}
+
 template <int kKind, int kOut, int kMode>
 void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
           int64_t code_base, uint8_t* HWY_RESTRICT out, int64_t out_base,
@@ -190,6 +269,13 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
       if ((c & 1) != 0 && n > 0) {  // An odd start: one value on its own.
         dd::StoreOne(d, d.table[dd::CodeAt(codes, c, true)], s, out, o);
         ++c, ++o, --n;
+      }
+      if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
+        if (SignSymmetric<kMode>(s, d.g)) {
+          const int64_t done =
+              MagnitudeTableRun<kOut, kMode>(d, codes + (c >> 1), s, n, out, o);
+          c += done, o += done, n -= done;
+        }
       }
       for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
         Pairs<kKind, kOut, kMode>(df, d, codes + (c >> 1), vs, g, out, o);

@@ -17,7 +17,9 @@
 // Then value x scale, then x g or / g for a tensor scale, each rounded once
 // (no fused multiply-add), and bfloat16 rounded to nearest even by integer
 // arithmetic (as FloatToBFloat16). Any other code dtype, and float16 or
-// float64 output, stay on the scalar walk.
+// float64 output, stay on the scalar walk. fp4 runs with a finite, nonzero
+// scale go through a table of their 8 scaled magnitudes (NOTE [ fp4 through
+// a table of its magnitudes ] in dequantize_kernel.cc).
 #ifndef STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
 #define STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
 
