@@ -1,6 +1,7 @@
 #include "ops/requantize.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -20,6 +21,7 @@
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/dequantize.h"
+#include "ops/internal/iterate.h"
 #include "ops/internal/quantize_chunk.h"
 #include "ops/relayout.h"
 #include "views/shard_plan.h"
@@ -53,6 +55,101 @@ std::vector<int64_t> TargetBlocks(const BlockScaling& scaling, int64_t rank,
     blocks[rank - 1 - k] = scaling.blocks[fixed - 1 - k];
   }
   return blocks;
+}
+
+// NOTE [ Chunks along another dim ]
+// A format whose blocks span all of dim 0 (a user's "columnwise" format:
+// (whole, 32)) cannot be cut into chunks of rows; it is cut along `along`,
+// the first dim whose blocks are finite, in multiples of its block and of
+// the source's granule there. Each chunk is quantized on its own and written
+// into the result through both Tensors' layouts: codes value by value (a
+// chunk is not a run of the result's row-major codes), scales block by block.
+
+// Value `from` of `src` (bits wide, packed) to value `to` of `dst`.
+inline void CopyValue(const uint8_t* src, int64_t from, uint8_t* dst,
+                      int64_t to, int bits) {
+  if (bits % 8 == 0) {
+    std::memcpy(dst + to * (bits / 8), src + from * (bits / 8), bits / 8);
+  } else {
+    WritePacked(dst, bits, to, ReadPacked(src, bits, from));
+  }
+}
+
+// The access of `layout`'s modes at `counts` coordinates stepping `steps`,
+// mode `along` from coordinate `k0` on: each mode's table relative to its
+// first coordinate (ForEachIndex wants offset 0 there), and `*base` the
+// offset of the first coordinates.
+std::vector<ops_internal::ModeAccess> StartsAccess(
+    const Layout& layout, const std::vector<int64_t>& full_shape,
+    const std::vector<int64_t>& counts, const std::vector<int64_t>& steps,
+    int64_t along, int64_t k0, int64_t* base) {
+  const std::vector<ops_internal::ModeAccess> at =
+      ops_internal::AlignedAccess(layout, full_shape);
+  std::vector<ops_internal::ModeAccess> out(counts.size());
+  for (size_t m = 0; m < counts.size(); ++m) {
+    const int64_t first = static_cast<int64_t>(m) == along ? k0 : 0;
+    const int64_t origin = counts[m] > 0 ? at[m].at(first) : 0;
+    *base += origin;
+    out[m].table.resize(counts[m]);
+    for (int64_t j = 0; j < counts[m]; ++j) {
+      out[m].table[j] = at[m].at(first + j * steps[m]) - origin;
+    }
+  }
+  return out;
+}
+
+// Writes chunk `q` (the result's values [k0, k0 + q's extent) along
+// `along`) into `result`'s levels 0 and 1.
+void WriteChunkAlong(const Tensor& q, const Tensor& result, int64_t along,
+                     int64_t k0, const std::vector<int64_t>& blocks) {
+  const Representation& from = TensorAccess::representation(q);
+  const Representation& into = TensorAccess::representation(result);
+  const std::vector<int64_t> part = q.shape();
+  const std::vector<int64_t> whole = result.shape();
+  const int64_t rank = static_cast<int64_t>(part.size());
+  // Codes, value by value.
+  const std::vector<int64_t> ones(rank, 1);
+  {
+    const Subtensor& src = from.subtensor(0);
+    const Subtensor& dst = into.subtensor(0);
+    const int bits = src.storage_dtype->bits();
+    const auto* src_data = static_cast<const uint8_t*>(src.carrier->data());
+    auto* dst_data = static_cast<uint8_t*>(dst.carrier->mutable_data());
+    int64_t src_base = src.offset, dst_base = dst.offset;
+    auto src_at =
+        StartsAccess(src.placement, part, part, ones, along, 0, &src_base);
+    auto dst_at =
+        StartsAccess(dst.placement, whole, part, ones, along, k0, &dst_base);
+    ops_internal::ForEachIndex<2>(
+        part, {std::move(src_at), std::move(dst_at)}, {src_base, dst_base},
+        [&](const std::array<int64_t, 2>& i) {
+          CopyValue(src_data, i[0], dst_data, i[1], bits);
+        });
+  }
+  // Scales, block by block: a block's first value through S_0 and L_1.
+  std::vector<int64_t> counts(rank), steps(rank);
+  for (int64_t m = 0; m < rank; ++m) {
+    steps[m] = blocks[m] == kWholeMode || blocks[m] > part[m]
+                   ? std::max<int64_t>(part[m], 1)
+                   : blocks[m];
+    counts[m] = part[m] == 0 ? 0 : (part[m] + steps[m] - 1) / steps[m];
+  }
+  const Subtensor& src = from.subtensor(1);
+  const Subtensor& dst = into.subtensor(1);
+  const int bits = src.storage_dtype->bits();
+  const auto* src_data = static_cast<const uint8_t*>(src.carrier->data());
+  auto* dst_data = static_cast<uint8_t*>(dst.carrier->mutable_data());
+  int64_t src_base = 0, dst_base = 0;
+  auto src_at = StartsAccess(from.adjacent_layouts()[0], part, counts, steps,
+                             along, 0, &src_base);
+  auto dst_at = StartsAccess(into.adjacent_layouts()[0], whole, counts, steps,
+                             along, k0, &dst_base);
+  ops_internal::ForEachIndex<2>(
+      counts, {std::move(src_at), std::move(dst_at)}, {src_base, dst_base},
+      [&](const std::array<int64_t, 2>& i) {
+        CopyValue(src_data, src.offset + src.placement(i[0]), dst_data,
+                  dst.offset + dst.placement(i[1]), bits);
+      });
 }
 
 // 128x4 tiles whose blocks lie along dim 0 of a rank-2 Tensor: a chunk of
@@ -89,6 +186,56 @@ absl::StatusOr<Tensor> ChunkedThenTiled(const Tensor& t,
       auto rep,
       Representation::Create(&to, std::move(subtensors), std::move(adjacent)));
   return MakeTensor(std::move(rep));
+}
+
+// NOTE [ Chunks along another dim ]: `result` (its layouts made, its
+// carriers zero) filled chunk by chunk along `along`.
+absl::StatusOr<Tensor> ChunkedAlong(const Tensor& t, const CompoundDType& to,
+                                    const QuantizeOptions& options,
+                                    Tensor result,
+                                    const std::vector<int64_t>& blocks,
+                                    int64_t along) {
+  const std::vector<int64_t> shape = t.shape();
+  const Representation& out = TensorAccess::representation(result);
+  STRATA_ASSIGN_OR_RETURN(const int64_t granule, ShardGranule(t, along));
+  const int64_t unit = std::lcm(granule, blocks[along]);
+  const int64_t slab_bytes = 4 * (t.size() / shape[along]);
+  const int64_t per_chunk = std::max<int64_t>(
+      unit,
+      std::max<int64_t>(1, options.max_chunk_bytes / slab_bytes) / unit * unit);
+  const auto chunk_of = [&](int64_t k0) -> absl::StatusOr<Tensor> {
+    STRATA_ASSIGN_OR_RETURN(
+        Tensor part,
+        Slice(t, along, k0, std::min(shape[along], k0 + per_chunk)));
+    return Dequantize(part, *dtypes::Float32());
+  };
+  // The whole amax first, where a tensor scale needs it.
+  int64_t whole_amax_bits = -1;
+  if (out.num_levels() > 2) {
+    uint32_t amax = 0;
+    for (int64_t k0 = 0; k0 < shape[along]; k0 += per_chunk) {
+      STRATA_ASSIGN_OR_RETURN(Tensor values, chunk_of(k0));
+      const auto* v = static_cast<const float*>(values.carrier()->data());
+      for (int64_t i = 0; i < values.size(); ++i) {
+        amax = std::max(amax, FloatBits(v[i]) & 0x7FFFFFFFu);
+      }
+    }
+    whole_amax_bits = amax;
+  }
+  for (int64_t k0 = 0; k0 < shape[along]; k0 += per_chunk) {
+    STRATA_ASSIGN_OR_RETURN(Tensor values, chunk_of(k0));
+    STRATA_ASSIGN_OR_RETURN(
+        Tensor q, ops_internal::QuantizeChunk(values, to, options.blocked_dim,
+                                              options.scale_layout,
+                                              whole_amax_bits, false));
+    WriteChunkAlong(q, result, along, k0, blocks);
+    if (out.num_levels() > 2) {
+      const auto [bytes, n] = LevelData(q, 2);
+      if (n > 0)
+        std::memcpy(out.subtensor(2).carrier->mutable_data(), bytes, n);
+    }
+  }
+  return result;
 }
 
 }  // namespace
@@ -148,6 +295,15 @@ absl::StatusOr<Tensor> Requantize(const Tensor& t, const CompoundDType& to,
   if (chunked) {
     STRATA_ASSIGN_OR_RETURN(const int64_t granule, ShardGranule(t, 0));
     unit = std::lcm(unit, granule);
+    if (blocks[0] == kWholeMode && !one_block) {
+      // NOTE [ Chunks along another dim ].
+      int64_t along = 1;
+      while (along < rank &&
+             (blocks[along] == kWholeMode || blocks[along] >= shape[along])) {
+        ++along;
+      }
+      return ChunkedAlong(t, to, options, std::move(result), blocks, along);
+    }
     if (blocks[0] == kWholeMode) {
       chunked = one_block;
     } else if (blocks[0] > 1) {

@@ -17,9 +17,11 @@
 // dim 0 of a rank-2 Tensor (a chunk of rows is not a contiguous run of
 // tiles) the chunks are quantized with row-major scales, which then move
 // into the tiles (Relayout): the codes are the chunks', the scales are
-// written twice. One target is quantized in one chunk: a format whose blocks
-// span dim 0 without being one block of the whole Tensor (a user's format;
-// a chunk of whole rows would cut its blocks).
+// written twice. A format whose blocks span all of dim 0 without being one
+// block of the whole Tensor (a user's "columnwise" format) is cut along the
+// first dim of finite blocks instead, each chunk written into the result
+// through both Tensors' layouts (NOTE [ Chunks along another dim ] in
+// requantize.cc).
 // Where `to` is the source's own format and its blocks stay where they are,
 // Requantize is Relayout (ops/relayout.h): the codes are shared.
 #ifndef STRATA_OPS_REQUANTIZE_H_

@@ -856,6 +856,81 @@ TEST(RequantizeTest, ChunksGiveTheBytesOfOneQuantization) {
   EXPECT_GE(along_dim_0, 4);
 }
 
+// NOTE [ Chunks along another dim ]: user formats whose blocks span all of
+// dim 0 are requantized in chunks along the first dim of finite blocks, byte
+// for byte one quantization of the values (layouts included), through views
+// too.
+TEST(RequantizeTest, BlocksSpanningDim0AreChunkedAlongAnotherDim) {
+  struct Made {
+    std::string name;
+    const SimpleDType* element;
+    const SimpleDType* scale;
+    BlockScaling scaling;
+    std::vector<int64_t> shape;
+  };
+  const std::vector<Made> made = {
+      {"test_fp8_columns_32",
+       dtypes::Float8E4M3FN(),
+       dtypes::Float32(),
+       BlockScaling{{kWholeMode, 32}, 1, false, false},
+       {40, 96}},
+      {"test_fp8_columns_100_ragged",
+       dtypes::Float8E4M3FN(),
+       dtypes::Float32(),
+       BlockScaling{{kWholeMode, 100}, 1, true, false},
+       {9, 260}},
+      {"test_fp8_whole_whole_16",
+       dtypes::Float8E4M3FN(),
+       dtypes::Float32(),
+       BlockScaling{{16}, kWholeMode, false, false},
+       {3, 5, 64}},
+
+  };
+  std::mt19937 rng(41);
+  std::normal_distribution<float> normal(0.0f, 4.0f);
+  int compared = 0;
+  for (const Made& m : made) {
+    SCOPED_TRACE(m.name);
+    auto format = MakeBlockScaledDType(m.name, m.element, {m.scale}, m.scaling);
+    ASSERT_TRUE(format.ok()) << format.status();
+    std::vector<float> x(Count(m.shape));
+    for (float& v : x) v = normal(rng);
+    auto source = QuantizeBlockScaled(
+        Floats(m.shape, x), *dtypes::FP8E4M3Block1x128(),
+        static_cast<int64_t>(m.shape.size()) - 1, ScaleLayout::kRowMajor);
+    ASSERT_TRUE(source.ok()) << source.status();
+    for (const int64_t chunk_bytes :
+         {int64_t{1}, int64_t{700}, int64_t{1} << 20}) {
+      SCOPED_TRACE(chunk_bytes);
+      const Tensor values = *Dequantize(*source, *dtypes::Float32());
+      auto want = QuantizeBlockScaled(values, **format, kBlocksOfTheFormat);
+      ASSERT_TRUE(want.ok()) << want.status();
+      QuantizeOptions options;
+      options.max_chunk_bytes = chunk_bytes;
+      auto got = Requantize(*source, **format, options);
+      ASSERT_TRUE(got.ok()) << got.status();
+      const Representation& w = TensorAccess::representation(*want);
+      const Representation& g = TensorAccess::representation(*got);
+      ASSERT_EQ(g.num_levels(), w.num_levels());
+      for (int k = 0; k < w.num_levels(); ++k) {
+        EXPECT_EQ(g.subtensor(k).placement.ToString(),
+                  w.subtensor(k).placement.ToString());
+        const auto bytes = [](const Subtensor& s) {
+          return std::string(
+              static_cast<const char*>(s.carrier->data()),
+              (s.carrier->size() * s.storage_dtype->bits() + 7) / 8);
+        };
+        EXPECT_EQ(bytes(g.subtensor(k)), bytes(w.subtensor(k)))
+            << "level " << k;
+      }
+      EXPECT_EQ(g.adjacent_layouts()[0].ToString(),
+                w.adjacent_layouts()[0].ToString());
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 9);
+}
+
 // DeepSeek's FP8 128x128 into Blackwell's UE8M0 scales (vLLM's
 // requant_weight_ue8m0_inplace): through float32, then DeepGEMM's rule.
 TEST(RequantizeTest, Fp8Block128x128ToUe8m0) {
