@@ -145,6 +145,9 @@ class MappedCarrier final : public Carrier {
   const std::string& file() const { return file_; }
   int64_t file_offset() const { return file_offset_; }
   int64_t size_in_bytes() const { return bytes_; }
+  // The region the carrier's bytes lie in (null once released): a directory
+  // reader builds a group of members from several files' regions.
+  const std::shared_ptr<const MappedRegion>& region() const { return region_; }
 
  private:
   MappedCarrier(const DType* dtype, int64_t size, uint64_t version,

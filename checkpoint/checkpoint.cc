@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "checkpoint/directory.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
@@ -18,6 +19,7 @@
 namespace strata {
 
 absl::StatusOr<Checkpoint> ReadCheckpoint(const std::string& path) {
+  if (IsCheckpointCollection(path)) return ReadCheckpointDirectory(path);
   return checkpoint_internal::WithOpenFile("ReadCheckpoint", path, [&](int fd) {
     return ReadCheckpointFd(fd, path);
   });

@@ -113,9 +113,20 @@ struct Safetensors {
 // or dtypes or shapes that do not match NOTE [ MXFP4 pairs ], or a P that
 // another entry of the file is also named.
 absl::StatusOr<Safetensors> ReadSafetensors(const std::string& path);
+
+struct SafetensorsReadOptions {
+  // Whether the convention groups are formed (NOTE [ Checkpoint
+  // conventions ]); without, every member is a plain Tensor of its own. A
+  // directory reader forms them across shards itself (checkpoint/directory.h).
+  bool convention_groups = true;
+};
+absl::StatusOr<Safetensors> ReadSafetensors(
+    const std::string& path, const SafetensorsReadOptions& options);
 // The same for an open file descriptor (neither closed nor kept open); `path`
 // is the name the carriers report (their dumps' `file`).
 absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path);
+absl::StatusOr<Safetensors> ReadSafetensorsFd(
+    int fd, const std::string& path, const SafetensorsReadOptions& options);
 
 // Writes `tensors` (in order, each one's data after the previous one's) and
 // `metadata` to `path` (created or truncated). A one-level Tensor of a dtype

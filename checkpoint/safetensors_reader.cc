@@ -19,6 +19,7 @@
 #include "absl/strings/string_view.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
+#include "checkpoint/internal/checked_json.h"
 #include "checkpoint/internal/conventions.h"
 #include "checkpoint/internal/json_text.h"
 #include "checkpoint/internal/names.h"
@@ -39,6 +40,7 @@ namespace strata {
 namespace {
 
 using checkpoint_internal::FromSafetensorsName;
+using checkpoint_internal::JsonChecker;
 using checkpoint_internal::JsonText;
 using checkpoint_internal::kMetadataKey;
 using checkpoint_internal::Quoted;
@@ -69,100 +71,7 @@ using checkpoint_internal::ToSafetensorsName;
 // the safetensors format pads a header with spaces only.
 using Json = nlohmann::json;
 
-// Nesting of the header's values that the parser accepts (serde_json's).
-constexpr int kMaxJsonDepth = 128;
-
 constexpr char kNotSafetensors[] = "ReadSafetensors: not a safetensors file: ";
-
-// The SAX pass of NOTE [ The safetensors header parser ].
-class HeaderChecker : public nlohmann::json_sax<Json> {
- public:
-  bool null() override { return Value(); }
-  bool boolean(bool) override { return Value(); }
-  bool number_integer(number_integer_t) override { return Value(); }
-  bool number_unsigned(number_unsigned_t) override { return Value(); }
-  bool number_float(number_float_t, const string_t&) override {
-    return Value();
-  }
-  bool string(string_t&) override { return Value(); }
-  bool binary(binary_t&) override { return Value(); }
-  bool start_object(std::size_t) override {
-    if (!Enter()) return false;
-    levels_.push_back({/*object=*/true, {}, {}});
-    return true;
-  }
-  bool key(string_t& key) override {
-    Level& level = levels_.back();
-    if (!level.keys.insert(key).second) {
-      error_ = absl::StrCat("the key ", Quoted(key), " appears twice in ",
-                            levels_.size() == 1 ? "the header" : "an object");
-      return false;
-    }
-    level.key = key;
-    if (levels_.size() == 1) {
-      root_keys_.push_back(key);
-    } else if (levels_.size() == 2 && levels_[0].key == kMetadataKey) {
-      metadata_keys_.push_back(key);
-    }
-    return true;
-  }
-  bool end_object() override { return Leave(); }
-  bool start_array(std::size_t) override {
-    if (!Enter()) return false;
-    levels_.push_back({/*object=*/false, {}, {}});
-    return true;
-  }
-  bool end_array() override { return Leave(); }
-  bool parse_error(std::size_t, const std::string&,
-                   const nlohmann::detail::exception& ex) override {
-    // "[json.exception.parse_error.101] parse error at line 1, column 6: ..."
-    absl::string_view what = ex.what();
-    const size_t bracket = what.find("] ");
-    if (bracket != absl::string_view::npos) what.remove_prefix(bracket + 2);
-    error_ = absl::StrCat("the header is not JSON: ", what);
-    return false;
-  }
-  const std::string& error() const { return error_; }
-  // The root's keys and "__metadata__"'s, in the header's order.
-  std::vector<std::string>& root_keys() { return root_keys_; }
-  std::vector<std::string>& metadata_keys() { return metadata_keys_; }
-
- private:
-  struct Level {
-    bool object;
-    absl::flat_hash_set<std::string> keys;  // Of an object.
-    std::string key;                        // Its latest key.
-  };
-  // A scalar value closes nothing: always accepted.
-  static bool Value() { return true; }
-  // An object or array opens one more level, within kMaxJsonDepth.
-  bool Enter() {
-    if (static_cast<int>(levels_.size()) < kMaxJsonDepth) return true;
-    std::string path;
-    for (const Level& level : levels_) {
-      if (!level.object) continue;
-      if (path.size() > 200) {
-        absl::StrAppend(&path, "...");
-        break;
-      }
-      absl::StrAppend(&path, path.empty() ? "" : " > ", Quoted(level.key));
-    }
-    error_ = absl::StrCat("the header nests values deeper than ", kMaxJsonDepth,
-                          " levels (the limit of serde_json, ",
-                          "which the safetensors library parses with): depth ",
-                          levels_.size() + 1, " under ",
-                          path.empty() ? "the root" : path);
-    return false;
-  }
-  bool Leave() {
-    levels_.pop_back();
-    return true;
-  }
-
-  std::vector<Level> levels_;
-  std::vector<std::string> root_keys_, metadata_keys_;
-  std::string error_;
-};
 
 // One tensor entry of the header.
 struct Entry {
@@ -495,12 +404,22 @@ bool ReadAt(int fd, char* out, int64_t n, int64_t offset) {
 }  // namespace
 
 absl::StatusOr<Safetensors> ReadSafetensors(const std::string& path) {
+  return ReadSafetensors(path, SafetensorsReadOptions{});
+}
+
+absl::StatusOr<Safetensors> ReadSafetensors(
+    const std::string& path, const SafetensorsReadOptions& options) {
   return checkpoint_internal::WithOpenFile(
       "ReadSafetensors", path,
-      [&](int fd) { return ReadSafetensorsFd(fd, path); });
+      [&](int fd) { return ReadSafetensorsFd(fd, path, options); });
 }
 
 absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
+  return ReadSafetensorsFd(fd, path, SafetensorsReadOptions{});
+}
+
+absl::StatusOr<Safetensors> ReadSafetensorsFd(
+    int fd, const std::string& path, const SafetensorsReadOptions& options) {
   STRATA_ASSIGN_OR_RETURN(
       const int64_t file_size,
       checkpoint_internal::RegularFileSize(fd, "ReadSafetensors", path));
@@ -540,7 +459,7 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
                          " of the header is NUL (0x00); JSON text holds none, "
                          "and a header is padded with spaces (0x20) only");
   }
-  HeaderChecker checker;
+  JsonChecker checker("the header", kMetadataKey);
   if (!Json::sax_parse(header.begin(), header.end(), &checker,
                        nlohmann::detail::input_format_t::json,
                        /*strict=*/true, /*ignore_comments=*/false)) {
@@ -578,7 +497,7 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
                            " is not an object: ", JsonText(value));
     }
     if (key == kMetadataKey) {
-      for (std::string& m : checker.metadata_keys()) {
+      for (std::string& m : checker.ordered_keys()) {
         const Json& item = *value.find(m);
         const std::string* text = item.get_ptr<const std::string*>();
         if (text == nullptr) {
@@ -635,7 +554,8 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(int fd, const std::string& path) {
     for (int r = 0; r < kNumRoles; ++r) {
       if (g.entry[r] >= 0) present[r] = &named;
     }
-    if (!checkpoint_internal::FormsGroup(present)) {
+    if (!options.convention_groups ||
+        !checkpoint_internal::FormsGroup(present)) {
       g.first = -1;  // Its entries are plain.
       continue;
     }

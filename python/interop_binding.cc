@@ -273,7 +273,12 @@ void BindInterop(py::module_& module) {
       [](py::handle path) {
         Checkpoint file =
             ValueOrRaise(ReadCheckpoint(ToPath(path, "read_checkpoint: path")));
-        return py::make_tuple(file.format, TensorsByName(file.tensors));
+        py::dict metadata;
+        for (const auto& [key, value] : file.metadata) {
+          metadata[Utf8(key)] = Utf8(value);
+        }
+        return py::make_tuple(file.format, TensorsByName(file.tensors),
+                              metadata);
       },
       py::arg("path"));
   module.def(

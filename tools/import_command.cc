@@ -26,8 +26,10 @@ namespace strata {
 namespace {
 
 constexpr char kImportUsage[] =
-    "usage: strata import FILE [--dump NAME [--data]]   (a safetensors or "
-    "GGUF file, told by its first bytes; FILE '-' reads standard input)\n";
+    "usage: strata import PATH [--dump NAME [--data]]   (a safetensors or "
+    "GGUF file, told by its first bytes; a sharded directory, its "
+    "*.safetensors.index.json, or a GGUF split set; PATH '-' reads standard "
+    "input)\n";
 
 // "NAME: OK dtype=mxfp4 levels=2 shape=(2,3,64) snapshot=[c0@0,c1@0]".
 std::string OkLine(const std::string& name, const Tensor& t) {
@@ -105,10 +107,14 @@ int ImportCommand(const std::vector<std::string>& args) {
   if (!dump) {
     int status = 0;
     for (const CheckpointTensor& t : read->tensors) {
+      // A directory or split set names each tensor's file (checkpoints.md
+      // section 1): "NAME [FILE]: OK ...".
+      const std::string label =
+          t.file.empty() ? t.name : absl::StrCat(t.name, " [", t.file, "]");
       if (t.tensor.ok()) {
-        std::cout << OkLine(t.name, *t.tensor) << "\n";
+        std::cout << OkLine(label, *t.tensor) << "\n";
       } else {
-        std::cout << t.name << ": " << FormatError(t.tensor.status()) << "\n";
+        std::cout << label << ": " << FormatError(t.tensor.status()) << "\n";
         status = 1;
       }
     }

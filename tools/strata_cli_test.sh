@@ -317,6 +317,17 @@ for f in truncated lying_length cut_data overlap out_of_range hole not_json not_
   echo "$out" | grep -q "^$f.safetensors: ValueError: ReadSafetensors: not a safetensors file: " ||
     fail "import $f line: $out"
 done
+# checkpoints.md section 1: a GGUF split set prints the file beside each tensor;
+# a set whose split.tensors.count lies is a file-level error (exit 2).
+out=$("$strata" import "$golden/gguf/split"); status=$?
+[ "$status" = 0 ] || fail "import split set exit $status, want 0: $out"
+echo "$out" | grep -q '^a.f32 \[model-00001-of-00003.gguf\]: OK dtype=float32 levels=1 shape=(3,5)' ||
+  fail "split set line: $out"
+echo "$out" | grep -q '^b.q8_0 \[model-00002-of-00003.gguf\]: OK dtype=q8_0 levels=2 shape=(4,64)' ||
+  fail "split set q8_0 line: $out"
+"$strata" import "$golden/gguf/split_mismatch/model-00002-of-00002.gguf" >/dev/null 2>"$TEST_TMPDIR/split.err"; status=$?
+[ "$status" = 2 ] && grep -q '4 tensors expected but 3 found' "$TEST_TMPDIR/split.err" ||
+  fail "lying split set: exit $status $(cat "$TEST_TMPDIR/split.err")"
 "$strata" import "$st/missing.safetensors" >/dev/null 2>&1; status=$?
 [ "$status" = 2 ] || fail "import missing file exit $status, want 2"
 "$strata" import "$st" >/dev/null 2>&1; status=$?

@@ -289,6 +289,11 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
 
 absl::StatusOr<Tensor> BuildGroup(
     const GroupPlan& plan, const std::shared_ptr<const MappedRegion>& region) {
+  const auto region_of =
+      [&](int level) -> const std::shared_ptr<const MappedRegion>& {
+    return plan.levels[level]->region != nullptr ? plan.levels[level]->region
+                                                 : region;
+  };
   STRATA_ASSIGN_OR_RETURN(
       RowMajorBlockScaledLayouts layouts,
       MakeRowMajorBlockScaledLayouts(plan.shape, plan.blocks));
@@ -302,21 +307,21 @@ absl::StatusOr<Tensor> BuildGroup(
   }
   std::vector<SubtensorCandidate> subtensors;
   std::vector<absl::StatusOr<Layout>> adjacent;
-  STRATA_ASSIGN_OR_RETURN(
-      std::shared_ptr<MappedCarrier> codes,
-      MappedCarrier::Create(*types[0], values, region, plan.levels[0]->begin));
+  STRATA_ASSIGN_OR_RETURN(std::shared_ptr<MappedCarrier> codes,
+                          MappedCarrier::Create(*types[0], values, region_of(0),
+                                                plan.levels[0]->begin));
   subtensors.push_back({types[0], std::move(codes), 0, layouts.values});
   // The scales: as many as the grid holds (the member's count, checked).
   STRATA_ASSIGN_OR_RETURN(
       std::shared_ptr<MappedCarrier> scales,
-      MappedCarrier::Create(*types[1], plan.levels[1]->count, region,
+      MappedCarrier::Create(*types[1], plan.levels[1]->count, region_of(1),
                             plan.levels[1]->begin));
   subtensors.push_back({types[1], std::move(scales), 0, layouts.scales});
   adjacent.push_back(std::move(layouts.adjacent));
   if (types.size() == 3) {
-    STRATA_ASSIGN_OR_RETURN(
-        std::shared_ptr<MappedCarrier> global,
-        MappedCarrier::Create(*types[2], 1, region, plan.levels[2]->begin));
+    STRATA_ASSIGN_OR_RETURN(std::shared_ptr<MappedCarrier> global,
+                            MappedCarrier::Create(*types[2], 1, region_of(2),
+                                                  plan.levels[2]->begin));
     STRATA_ASSIGN_OR_RETURN(Layout l2, Layout::Create(1, 0));
     subtensors.push_back({types[2], std::move(global), 0, std::move(l2)});
     adjacent.push_back(

@@ -75,6 +75,9 @@ struct Member {
   std::vector<int64_t> shape;
   int64_t count = 0;  // Values.
   int64_t begin = 0;  // Byte of the data buffer holding value 0.
+  // The member's own region, for a group formed across the shards of a
+  // directory (checkpoint/directory.h); null: the region BuildGroup is given.
+  std::shared_ptr<const MappedRegion> region;
 };
 using Members = std::array<const Member*, kNumRoles>;
 
@@ -94,7 +97,8 @@ struct GroupPlan {
 absl::StatusOr<GroupPlan> PlanGroup(const std::string& name,
                                     const Members& members);
 
-// The Tensor of a planned group over `region` (the data buffer).
+// The Tensor of a planned group over `region` (the data buffer), or over
+// each member's own region where it has one.
 absl::StatusOr<Tensor> BuildGroup(
     const GroupPlan& plan, const std::shared_ptr<const MappedRegion>& region);
 

@@ -62,9 +62,12 @@ def read_gguf(path):
 
 
 def read_checkpoint(path):
-    """read_gguf or read_safetensors, chosen by the file's first bytes."""
-    format, tensors = _strata._read_checkpoint(path)
-    return Checkpoint(tensors, {}, format)
+    """read_gguf or read_safetensors, chosen by the file's first bytes; or a
+    whole checkpoint as published (checkpoints.md section 1): a sharded
+    directory or its *.safetensors.index.json (metadata: the index's), a
+    directory holding model.safetensors, a GGUF split set or its directory."""
+    format, tensors, metadata = _strata._read_checkpoint(path)
+    return Checkpoint(tensors, metadata, format)
 
 
 def _numpy(self):

@@ -134,6 +134,16 @@ def test_gguf_reads_over_mapped_blocks():
     assert read["w_q4"].dtype() is sd.q4_0 and read["w_mxfp4"].dtype() is sd.mxfp4
     assert all(isinstance(s[1], strata.MappedCarrier) for s in read["w_q8"].subtensors)
     assert strata.read_checkpoint(path).format == "gguf"
+    # checkpoints.md section 1: a split set, from its directory or any file.
+    for where in [os.path.join(GGUF, "split"),
+                  os.path.join(GGUF, "split", "model-00003-of-00003.gguf")]:
+        split = strata.read_checkpoint(where)
+        assert split.format == "gguf" and list(split) == ["a.f32", "b.q8_0", "c.f16"]
+        assert split["b.q8_0"].dtype() is sd.q8_0
+        np.testing.assert_array_equal(np.from_dlpack(split["a.f32"]).reshape(-1),
+                                      np.arange(15, dtype=np.float32))
+    with pytest.raises(ValueError, match="4 tensors expected but 3 found"):
+        strata.read_checkpoint(os.path.join(GGUF, "split_mismatch"))
     hostile = os.path.join(GGUF, "hostile")
     for name in sorted(os.listdir(hostile)):
         try:
