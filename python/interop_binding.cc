@@ -209,9 +209,9 @@ void BindInterop(py::module_& module) {
         }
         QuantizeOptions options;
         if (!blocked_dim.is_none()) {
-          options.blocked_dim = NormalizeDim(
-              ToInt64(blocked_dim, "requantize: blocked_dim"),
-              static_cast<int64_t>(source.shape().size()));
+          options.blocked_dim =
+              NormalizeDim(ToInt64(blocked_dim, "requantize: blocked_dim"),
+                           static_cast<int64_t>(source.shape().size()));
         }
         options.scale_layout = ToScaleLayout(scale_layout);
         return TensorObject(ValueOrRaise(WithoutGil({&source}, [&] {
