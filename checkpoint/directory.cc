@@ -201,19 +201,13 @@ absl::StatusOr<Checkpoint> ReadIndexed(const std::string& dir,
     return ValueErrorCat(not_index, "byte ", nul, " is NUL");
   }
   JsonChecker checker("the index", "weight_map");
-  if (!Json::sax_parse(text.begin(), text.end(), &checker,
-                       nlohmann::detail::input_format_t::json,
-                       /*strict=*/true, /*ignore_comments=*/false)) {
-    return ValueErrorCat(not_index, checker.error().empty()
-                                        ? "the index is not JSON"
-                                        : checker.error());
+  Json root;
+  if (!checker.Parse(text, &root)) {
+    return ValueErrorCat(not_index, checker.error());
   }
-  const Json root = Json::parse(text.begin(), text.end(), nullptr,
-                                /*allow_exceptions=*/false,
-                                /*ignore_comments=*/false);
   text.clear();
   text.shrink_to_fit();
-  if (root.is_discarded() || !root.is_object()) {
+  if (!root.is_object()) {
     return ValueErrorCat(not_index, "it is not a JSON object");
   }
   const auto weight_map = root.find("weight_map");

@@ -460,18 +460,9 @@ absl::StatusOr<Safetensors> ReadSafetensorsFd(
                          "and a header is padded with spaces (0x20) only");
   }
   JsonChecker checker("the header", kMetadataKey);
-  if (!Json::sax_parse(header.begin(), header.end(), &checker,
-                       nlohmann::detail::input_format_t::json,
-                       /*strict=*/true, /*ignore_comments=*/false)) {
-    return ValueErrorCat(kNotSafetensors, checker.error().empty()
-                                              ? "the header is not JSON"
-                                              : checker.error());
-  }
-  const Json root = Json::parse(header.begin(), header.end(), nullptr,
-                                /*allow_exceptions=*/false,
-                                /*ignore_comments=*/false);
-  if (root.is_discarded()) {
-    return ValueErrorCat(kNotSafetensors, "the header is not JSON");
+  Json root;
+  if (!checker.Parse(header, &root)) {
+    return ValueErrorCat(kNotSafetensors, checker.error());
   }
   if (!root.is_object()) {
     return ValueErrorCat(kNotSafetensors,

@@ -75,6 +75,24 @@ class JsonChecker : public nlohmann::json_sax<nlohmann::json> {
     error_ = absl::StrCat(what_, " is not JSON: ", what);
     return false;
   }
+  // Both passes over `text`: these checks, then the DOM (std::map objects)
+  // into *root. On false, error() says why, naming `what`.
+  bool Parse(absl::string_view text, Json* root) {
+    if (!Json::sax_parse(text.begin(), text.end(), this,
+                         nlohmann::detail::input_format_t::json,
+                         /*strict=*/true, /*ignore_comments=*/false)) {
+      if (error_.empty()) error_ = absl::StrCat(what_, " is not JSON");
+      return false;
+    }
+    *root = Json::parse(text.begin(), text.end(), nullptr,
+                        /*allow_exceptions=*/false,
+                        /*ignore_comments=*/false);
+    if (root->is_discarded()) {
+      error_ = absl::StrCat(what_, " is not JSON");
+      return false;
+    }
+    return true;
+  }
   const std::string& error() const { return error_; }
   // The root's keys and `ordered_key`'s, in the text's order.
   std::vector<std::string>& root_keys() { return root_keys_; }
