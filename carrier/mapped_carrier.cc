@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -25,6 +27,22 @@ const uint8_t kEmptyRegion = 0;
 
 MappedRegion::~MappedRegion() {
   if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
+}
+
+void MappedRegion::DropPages(int64_t begin, int64_t length) const {
+  if (anonymous() || mapping_ == nullptr || begin < 0 || length <= 0 ||
+      begin > length_ || length > length_ - begin) {
+    return;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + begin + length);
+  const uintptr_t mapping_end =
+      reinterpret_cast<uintptr_t>(mapping_) + mapping_bytes_;
+  const uintptr_t last = std::min(((end + page - 1) & ~(page - 1)), mapping_end);
+  if (last > first) {
+    madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  }
 }
 
 absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::Map(

@@ -84,6 +84,16 @@ class MappedRegion {
   // static byte that must not be read).
   const uint8_t* data() const { return data_; }
 
+  // Gives back this process's pages of bytes [begin, begin + length) of a
+  // file's region (the pages they touch; MADV_DONTNEED), so a reader that
+  // streams a large file keeps only what it is reading resident (strata
+  // convert). The bytes read the same afterwards: the pages come back from
+  // the file when touched. Only the region's owner may call it, and only
+  // where no consumer wrote (NOTE [ Private writable mappings ]: such a
+  // private copy would be dropped). Nothing for an anonymous region (its
+  // bytes exist nowhere else) or a range outside the region.
+  void DropPages(int64_t begin, int64_t length) const;
+
  private:
   MappedRegion(std::string path, int64_t offset, int64_t length,
                const uint8_t* data, void* mapping, size_t mapping_bytes)

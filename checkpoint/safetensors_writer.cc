@@ -23,7 +23,9 @@
 #include "absl/strings/string_view.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
+#include "checkpoint/internal/atomic_files.h"
 #include "checkpoint/internal/conventions.h"
+#include "checkpoint/internal/safetensors_file.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
 #include "core/errors.h"
@@ -39,18 +41,10 @@
 #include "nlohmann/json.hpp"
 
 namespace strata {
+namespace checkpoint_internal {
 namespace {
 
-using checkpoint_internal::FromSafetensorsName;
-using checkpoint_internal::kMetadataKey;
-using checkpoint_internal::Quoted;
-using checkpoint_internal::ShapeText;
-using checkpoint_internal::ToSafetensorsName;
 using Json = nlohmann::ordered_json;
-
-}  // namespace
-
-namespace {
 
 // Whether `s` is valid UTF-8 (what a JSON string must be).
 bool IsUtf8(absl::string_view s) {
@@ -114,29 +108,12 @@ void ForEachRowMajor(absl::Span<const Layout> a, absl::Span<const Layout> b,
   }
 }
 
-// What one tensor writes: its entries and their bytes, produced on demand.
-struct WritePlan {
-  std::string name;
-  const Tensor* tensor;
-  bool pair = false;
-  const SimpleDType* dtype = nullptr;  // One-level.
-  std::vector<int64_t> shape;          // One-level: the shape; pair: logical.
-  int64_t bytes = 0;                   // One-level.
-  int64_t block_bytes = 0, scale_bytes = 0;  // Pair.
-  // A convention's members (NOTE [ Checkpoint conventions ]), bytes made.
-  std::vector<checkpoint_internal::WrittenMember> members;
-};
-
 absl::Status WriteError(absl::string_view name, absl::string_view message) {
   return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), ": ",
                        message);
 }
 
-absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
-  WritePlan p;
-  p.name = name;
-  p.tensor = &t;
-  p.shape = t.shape();
+absl::Status CheckHostData(const std::string& name, const Tensor& t) {
   const Representation& rep = TensorAccess::representation(t);
   for (const Subtensor& s : rep.subtensors()) {
     if (s.carrier->data() == nullptr && s.placement.size() > 0) {
@@ -144,114 +121,20 @@ absl::StatusOr<WritePlan> PlanTensor(const std::string& name, const Tensor& t) {
                                            " holds no host data"));
     }
   }
-  if (rep.num_levels() == 1) {
-    p.dtype = t.dtype().AsSimple();
-    if (p.dtype == nullptr || ToSafetensorsName(*p.dtype).empty()) {
-      return WriteError(name, absl::StrCat("dtype ", t.dtype().name(),
-                                           " has no safetensors dtype"));
-    }
-    STRATA_ASSIGN_OR_RETURN(p.bytes, StorageBytes(*p.dtype, t.size()));
-    return p;
-  }
-  if (auto members = checkpoint_internal::ConventionMembers(name, t)) {
-    STRATA_ASSIGN_OR_RETURN(p.members, std::move(*members));
-    return p;
-  }
-  if (&t.dtype() != dtypes::MXFP4()) {
-    return WriteError(name, absl::StrCat("a ", rep.num_levels(),
-                                         "-level Tensor of ", t.dtype().name(),
-                                         " has no safetensors form (mxfp4 "
-                                         "writes as a .blocks/.scales pair, "
-                                         "the formats of a checkpoint "
-                                         "convention as its members)"));
-  }
-  if (p.shape.empty() || p.shape.back() % 32 != 0) {
-    return WriteError(
-        name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
-                           " is not blocked along its last dim "
-                           "(its extent is not a multiple of "
-                           "32)"));
-  }
-  p.pair = true;
-  const int64_t values = t.size();
-  p.block_bytes = values / 2;
-  p.scale_bytes = values / 32;
-  return p;
-}
-
-bool WriteAll(int fd, absl::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = write(fd, bytes.data(), bytes.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    bytes.remove_prefix(n);
-  }
-  return true;
-}
-
-// A temporary file beside `path`, created (O_EXCL) with a name no other
-// writer of this process or another uses: two writers of one path each write
-// their own, and the last rename wins whole.
-int CreateTemporary(const std::string& path, std::string* temporary) {
-  static std::atomic<uint64_t> next{0};
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    *temporary =
-        absl::StrCat(path, ".strata-tmp-", static_cast<int64_t>(getpid()), "-",
-                     next.fetch_add(1, std::memory_order_relaxed));
-    const int fd =
-        open(temporary->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  return -1;
-}
-
-// The values of a one-level Tensor, row-major, written to `fd` a chunk of at
-// most kChunkValues at a time: a view (a broadcast) may reach far more values
-// than its carrier holds, and the file's bytes never all sit in memory.
-// Returns false when a write fails.
-constexpr int64_t kChunkValues = int64_t{1} << 22;  // A multiple of 8.
-bool WriteOneLevel(int fd, const WritePlan& p) {
-  const Tensor& t = *p.tensor;
-  const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
-  const int bits = p.dtype->bits();
-  const auto modes = TopLevelModes(t.layout());
-  const int64_t offset = t.offset();
-  const int64_t chunk_bytes = std::min(p.bytes, kChunkValues * bits / 8);
-  std::string chunk(static_cast<size_t>(chunk_bytes), '\0');
-  uint8_t* dst = reinterpret_cast<uint8_t*>(chunk.data());
-  int64_t chunk_start = 0;  // The row-major index of the chunk's first value.
-  bool ok = true;
-  ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
-    if (!ok) return;
-    if (r - chunk_start == kChunkValues) {
-      ok = WriteAll(fd, chunk);
-      std::fill(chunk.begin(), chunk.end(), '\0');
-      chunk_start = r;
-    }
-    const int64_t at = r - chunk_start;
-    const int64_t from = offset + index;
-    if (bits % 8 == 0) {
-      std::memcpy(dst + at * (bits / 8), src + from * (bits / 8), bits / 8);
-    } else {
-      WritePacked(dst, bits, at, ReadPacked(src, bits, from));
-    }
-  });
-  // The last chunk: the bytes of the values it holds (p.bytes in all).
-  const int64_t rest = p.bytes - chunk_start * bits / 8;
-  return ok && WriteAll(fd, absl::string_view(chunk.data(),
-                                              static_cast<size_t>(rest)));
+  return absl::OkStatus();
 }
 
 // The .blocks and .scales bytes of an mxfp4 Tensor; ValueError when a block of
 // 32 consecutive values of the last dim does not share one scale.
-absl::Status PairBytes(const WritePlan& p, std::string* blocks,
-                       std::string* scales) {
-  const Representation& rep = TensorAccess::representation(*p.tensor);
+absl::Status PairBytes(const std::string& name, const Tensor& t,
+                       int64_t block_bytes, int64_t scale_bytes,
+                       std::string* blocks, std::string* scales) {
+  const Representation& rep = TensorAccess::representation(t);
   const Subtensor& v = rep.subtensor(0);
   const Subtensor& s = rep.subtensor(1);
   const Layout& s0 = rep.adjacent_layouts()[0];
-  blocks->assign(p.block_bytes, '\0');
-  scales->assign(p.scale_bytes, '\0');
+  blocks->assign(block_bytes, '\0');
+  scales->assign(scale_bytes, '\0');
   const uint8_t* vsrc = static_cast<const uint8_t*>(v.carrier->data());
   const uint8_t* ssrc = static_cast<const uint8_t*>(s.carrier->data());
   uint8_t* bdst = reinterpret_cast<uint8_t*>(blocks->data());
@@ -268,12 +151,12 @@ absl::Status PairBytes(const WritePlan& p, std::string* blocks,
       sdst[r / 32] = ssrc[s.offset + s.placement(is)];
     } else if (is != block_scale) {
       status = WriteError(
-          p.name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(p.shape),
-                               " is not blocked along its last dim (values ",
-                               r - r % 32, " and ", r,
-                               " in row-major order have different scales); "
-                               "the safetensors pair stores 32 consecutive "
-                               "values of the last dim per scale"));
+          name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(t.shape()),
+                             " is not blocked along its last dim (values ",
+                             r - r % 32, " and ", r,
+                             " in row-major order have different scales); "
+                             "the safetensors pair stores 32 consecutive "
+                             "values of the last dim per scale"));
     }
   });
   return status;
@@ -314,6 +197,100 @@ absl::Status WriteSafetensorsTo(
     const std::string& path,
     absl::Span<const std::pair<std::string, Tensor>> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata) {
+  std::vector<TensorToWrite> sources;
+  sources.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) {
+    STRATA_RETURN_IF_ERROR(CheckHostData(name, tensor));
+    sources.push_back(ToWrite(name, tensor));
+  }
+  std::vector<PlannedTensor> planned;
+  planned.reserve(sources.size());
+  for (TensorToWrite& t : sources) {
+    STRATA_ASSIGN_OR_RETURN(PlannedTensor p, PlanSafetensorsTensor(t));
+    planned.push_back(std::move(p));
+  }
+  STRATA_ASSIGN_OR_RETURN(const std::string header,
+                          SafetensorsHeader(planned, metadata));
+  // Written to a temporary file beside `path`, renamed over it at the end.
+  STRATA_ASSIGN_OR_RETURN(OutputFile out,
+                          OutputFile::Create(path, "WriteSafetensors"));
+  STRATA_RETURN_IF_ERROR(out.Write(header));
+  WriteControl control;
+  WriteState state{&control, {}};
+  STRATA_RETURN_IF_ERROR(
+      WriteSafetensorsTensors(absl::MakeSpan(planned), out, state));
+  return out.Commit();
+}
+
+}  // namespace
+
+absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
+  const std::string& name = tensor.name;
+  PlannedTensor p;
+  p.source = &tensor;
+  if (tensor.dtype == nullptr) return WriteError(name, "no dtype");
+  const DType& dtype = *tensor.dtype;
+  const std::vector<int64_t>& shape = tensor.shape;
+  int64_t values = 1;
+  for (int64_t e : shape) {
+    if (e < 0 || !CheckedMul(values, e, &values)) {
+      return WriteError(name, absl::StrCat("shape ", ShapeText(shape),
+                                           " has no size"));
+    }
+  }
+  if (const SimpleDType* simple = dtype.AsSimple()) {
+    p.dtype = simple;
+    if (ToSafetensorsName(*simple).empty()) {
+      return WriteError(name, absl::StrCat("dtype ", dtype.name(),
+                                           " has no safetensors dtype"));
+    }
+    STRATA_ASSIGN_OR_RETURN(const int64_t bytes,
+                            StorageBytes(*simple, values));
+    p.entries.push_back(
+        {name, std::string(ToSafetensorsName(*simple)), shape, bytes});
+    return p;
+  }
+  if (auto specs = checkpoint_internal::ConventionSpecs(name, dtype, shape)) {
+    if (!specs->ok()) return specs->status();
+    p.kind = PlannedTensor::Kind::kConvention;
+    for (auto& m : **specs) {
+      p.entries.push_back(
+          {std::move(m.name), std::string(m.dtype), std::move(m.shape),
+           m.bytes});
+    }
+    return p;
+  }
+  if (&dtype != dtypes::MXFP4()) {
+    const CompoundDType* compound = dtype.AsCompound();
+    const size_t levels =
+        compound != nullptr ? compound->simple_types().size() : 0;
+    return WriteError(name, absl::StrCat("a ", levels, "-level Tensor of ",
+                                         dtype.name(),
+                                         " has no safetensors form (mxfp4 "
+                                         "writes as a .blocks/.scales pair, "
+                                         "the formats of a checkpoint "
+                                         "convention as its members)"));
+  }
+  if (shape.empty() || shape.back() % 32 != 0) {
+    return WriteError(
+        name, absl::StrCat("an mxfp4 Tensor of shape ", ShapeText(shape),
+                           " is not blocked along its last dim "
+                           "(its extent is not a multiple of "
+                           "32)"));
+  }
+  p.kind = PlannedTensor::Kind::kPair;
+  std::vector<int64_t> scale_shape = shape;
+  scale_shape.back() /= 32;
+  std::vector<int64_t> block_shape = scale_shape;
+  block_shape.push_back(16);
+  p.entries.push_back({name + ".blocks", "U8", block_shape, values / 2});
+  p.entries.push_back({name + ".scales", "U8", scale_shape, values / 32});
+  return p;
+}
+
+absl::StatusOr<std::string> SafetensorsHeader(
+    absl::Span<const PlannedTensor> tensors,
+    absl::Span<const std::pair<std::string, std::string>> metadata) {
   absl::flat_hash_set<std::string> names;
   auto claim = [&](const std::string& name) -> absl::Status {
     if (name == kMetadataKey) {
@@ -336,18 +313,10 @@ absl::Status WriteSafetensorsTo(
                            " is written twice");
     }
   }
-  std::vector<WritePlan> planned;
-  for (const auto& [name, tensor] : tensors) {
-    STRATA_ASSIGN_OR_RETURN(WritePlan p, PlanTensor(name, tensor));
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) STRATA_RETURN_IF_ERROR(claim(m.name));
-    } else if (p.pair) {
-      STRATA_RETURN_IF_ERROR(claim(name + ".blocks"));
-      STRATA_RETURN_IF_ERROR(claim(name + ".scales"));
-    } else {
-      STRATA_RETURN_IF_ERROR(claim(name));
+  for (const PlannedTensor& p : tensors) {
+    for (const PlannedEntry& e : p.entries) {
+      STRATA_RETURN_IF_ERROR(claim(e.name));
     }
-    planned.push_back(std::move(p));
   }
   // The header, written member by member: an ordered_json object finds each
   // key by a linear scan, so building one of n tensors cost O(n^2). The names
@@ -370,113 +339,158 @@ absl::Status WriteSafetensorsTo(
                     "}");
   }
   int64_t at = 0;
-  auto add = [&](const std::string& name, absl::string_view dtype,
-                 absl::Span<const int64_t> shape, int64_t bytes) {
-    Json info = Json::object();
-    info["dtype"] = std::string(dtype);
-    info["shape"] = ShapeJson(shape);
-    info["data_offsets"] = Json::array({at, at + bytes});
-    member(name, info);
-    at += bytes;
-  };
-  for (const WritePlan& p : planned) {
-    if (!p.members.empty()) {
-      for (const auto& m : p.members) {
-        add(m.name, m.dtype, m.shape, static_cast<int64_t>(m.bytes.size()));
+  for (const PlannedTensor& p : tensors) {
+    for (const PlannedEntry& e : p.entries) {
+      Json info = Json::object();
+      info["dtype"] = e.dtype;
+      info["shape"] = ShapeJson(e.shape);
+      int64_t end = 0;
+      if (!CheckedAdd(at, e.bytes, &end)) {
+        return WriteError(e.name, "the file's bytes overflow int64");
       }
-      continue;
+      info["data_offsets"] = Json::array({at, end});
+      member(e.name, info);
+      at = end;
     }
-    if (!p.pair) {
-      add(p.name, ToSafetensorsName(*p.dtype), p.shape, p.bytes);
-      continue;
-    }
-    std::vector<int64_t> scale_shape = p.shape;
-    scale_shape.back() /= 32;
-    std::vector<int64_t> block_shape = scale_shape;
-    block_shape.push_back(16);
-    add(p.name + ".blocks", "U8", block_shape, p.block_bytes);
-    add(p.name + ".scales", "U8", scale_shape, p.scale_bytes);
   }
   header.push_back('}');
   header.append((8 - header.size() % 8) % 8, ' ');
-  const std::string prefix = SafetensorsLengthPrefix(header.size());
+  return SafetensorsLengthPrefix(header.size()) + header;
+}
 
-  // Written to a temporary file beside `path`, renamed over it at the end.
-  std::string temporary;
-  const int fd = CreateTemporary(path, &temporary);
-  if (fd < 0) {
-    return ValueErrorCat("WriteSafetensors: cannot create ", Quoted(temporary),
-                         ": ", std::strerror(errno));
-  }
-  auto write_error = [&]() {
-    return ValueErrorCat("WriteSafetensors: cannot write ", Quoted(temporary),
-                         ": ", std::strerror(errno));
-  };
-  auto write_all = [&]() -> absl::Status {
-    if (!WriteAll(fd, prefix) || !WriteAll(fd, header)) return write_error();
-    for (const WritePlan& p : planned) {
-      if (!p.members.empty()) {
-        for (const auto& m : p.members) {
-          if (!WriteAll(fd, m.bytes)) return write_error();
-        }
-        continue;
-      }
-      if (!p.pair) {
-        if (!WriteOneLevel(fd, p)) return write_error();
-        continue;
-      }
-      std::string blocks, scales;
-      STRATA_RETURN_IF_ERROR(PairBytes(p, &blocks, &scales));
-      if (!WriteAll(fd, blocks) || !WriteAll(fd, scales)) {
-        return write_error();
-      }
-    }
-    return absl::OkStatus();
-  };
-  absl::Status written;
-  try {
-    written = write_all();
-  } catch (const std::bad_alloc&) {  // A pair's bytes: WriteSafetensors.
-    written = ResourceExhaustedErrorCat(
-        "WriteSafetensors: ", Quoted(path),
-        ": the tensors' bytes cannot be held in memory to be written");
-  }
-  if (!written.ok()) {
-    close(fd);
-    unlink(temporary.c_str());
-    return written;
-  }
-  if (close(fd) != 0) {
-    unlink(temporary.c_str());
-    return write_error();
-  }
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
-    const absl::Status status =
-        ValueErrorCat("WriteSafetensors: cannot rename ", Quoted(temporary),
-                      " to ", Quoted(path), ": ", std::strerror(errno));
-    unlink(temporary.c_str());
-    return status;
+absl::Status WriteState::Advance(int64_t bytes) {
+  progress.bytes_done += bytes;
+  if (control != nullptr) {
+    if (control->progress) control->progress(progress);
+    STRATA_RETURN_IF_ERROR(CheckCancel(control->cancel, "write"));
   }
   return absl::OkStatus();
 }
 
-}  // namespace
+constexpr int64_t kChunkBytes = int64_t{8} << 20;
+
+absl::Status WriteOneLevelRowMajor(
+    const Tensor& t,
+    const std::function<absl::Status(absl::string_view)>& sink) {
+  const SimpleDType& dtype = *t.dtype().AsSimple();
+  const int bits = dtype.bits();
+  STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(dtype, t.size()));
+  const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
+  absl::StatusOr<Layout> row_major = Layout::RowMajor(t.layout().shape());
+  if (row_major.ok() && *row_major == t.layout() &&
+      (t.offset() * bits) % 8 == 0) {
+    // Compact row-major: the carrier's bytes as they are.
+    const char* from =
+        reinterpret_cast<const char*>(src) + t.offset() * bits / 8;
+    for (int64_t at = 0; at < bytes; at += kChunkBytes) {
+      STRATA_RETURN_IF_ERROR(sink(absl::string_view(
+          from + at, static_cast<size_t>(std::min(kChunkBytes, bytes - at)))));
+    }
+    return absl::OkStatus();
+  }
+  // Any other layout (a view, a broadcast, which may reach far more values
+  // than its carrier holds): gathered a chunk at a time.
+  const int64_t chunk_values = kChunkBytes * 8 / bits;  // A multiple of 8.
+  const int64_t chunk_bytes = std::min(bytes, kChunkBytes);
+  std::string chunk(static_cast<size_t>(chunk_bytes), '\0');
+  uint8_t* dst = reinterpret_cast<uint8_t*>(chunk.data());
+  const auto modes = TopLevelModes(t.layout());
+  const int64_t offset = t.offset();
+  int64_t chunk_start = 0;  // The row-major index of the chunk's first value.
+  absl::Status status;
+  ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
+    if (!status.ok()) return;
+    if (r - chunk_start == chunk_values) {
+      status = sink(chunk);
+      std::fill(chunk.begin(), chunk.end(), '\0');
+      chunk_start = r;
+    }
+    const int64_t at = r - chunk_start;
+    const int64_t from = offset + index;
+    if (bits % 8 == 0) {
+      std::memcpy(dst + at * (bits / 8), src + from * (bits / 8), bits / 8);
+    } else {
+      WritePacked(dst, bits, at, ReadPacked(src, bits, from));
+    }
+  });
+  STRATA_RETURN_IF_ERROR(status);
+  // The last chunk: the bytes of the values it holds.
+  const int64_t rest = bytes - chunk_start * bits / 8;
+  return sink(absl::string_view(chunk.data(), static_cast<size_t>(rest)));
+}
+
+absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
+                                     OutputFile& out, WriteState& state) {
+  const auto sink = [&](absl::string_view bytes) -> absl::Status {
+    STRATA_RETURN_IF_ERROR(out.Write(bytes));
+    return state.Advance(static_cast<int64_t>(bytes.size()));
+  };
+  for (PlannedTensor& p : tensors) {
+    TensorToWrite& source = *p.source;
+    STRATA_RETURN_IF_ERROR(CheckCancel(
+        state.control != nullptr ? state.control->cancel : nullptr,
+        "write"));
+    STRATA_ASSIGN_OR_RETURN(const Tensor t, source.make());
+    if (&t.dtype() != source.dtype || t.shape() != source.shape) {
+      return absl::InternalError(absl::StrCat(
+          "WriteSafetensors: tensor ", Quoted(source.name), " was planned as ",
+          source.dtype->name(), " ", ShapeText(source.shape), " but made as ",
+          t.dtype().name(), " ", ShapeText(t.shape())));
+    }
+    STRATA_RETURN_IF_ERROR(CheckHostData(source.name, t));
+    switch (p.kind) {
+      case PlannedTensor::Kind::kOneLevel:
+        STRATA_RETURN_IF_ERROR(WriteOneLevelRowMajor(t, sink));
+        break;
+      case PlannedTensor::Kind::kPair: {
+        std::string blocks, scales;
+        STRATA_RETURN_IF_ERROR(PairBytes(source.name, t, p.entries[0].bytes,
+                                         p.entries[1].bytes, &blocks,
+                                         &scales));
+        STRATA_RETURN_IF_ERROR(sink(blocks));
+        STRATA_RETURN_IF_ERROR(sink(scales));
+        break;
+      }
+      case PlannedTensor::Kind::kConvention: {
+        auto members = checkpoint_internal::ConventionMembers(source.name, t);
+        STRATA_RETURN_IF_ERROR(members->status());
+        for (size_t i = 0; i < (*members)->size(); ++i) {
+          const auto& m = (**members)[i];
+          if (i >= p.entries.size() ||
+              static_cast<int64_t>(m.bytes.size()) != p.entries[i].bytes) {
+            return absl::InternalError(absl::StrCat(
+                "WriteSafetensors: tensor ", Quoted(source.name),
+                ": member ", Quoted(m.name), " differs from its plan"));
+          }
+          STRATA_RETURN_IF_ERROR(sink(m.bytes));
+        }
+        break;
+      }
+    }
+    ++state.progress.tensors_done;
+    if (source.written) source.written();
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace checkpoint_internal
 
 absl::Status WriteSafetensors(
     const std::string& path,
     absl::Span<const std::pair<std::string, Tensor>> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata) {
-  STRATA_ASSIGN_OR_RETURN(const std::string target, WriteTarget(path));
+  STRATA_ASSIGN_OR_RETURN(const std::string target,
+                          checkpoint_internal::WriteTarget(path));
   // A convention's members and an mxfp4 pair are built in memory before they
   // are written; a view may ask for more than there is. The standard library
   // says so by throwing, which stops as the error it is: here while planning
   // (no file yet), in WriteSafetensorsTo while writing (which closes and
   // removes its temporary file).
   try {
-    return WriteSafetensorsTo(target, tensors, metadata);
+    return checkpoint_internal::WriteSafetensorsTo(target, tensors, metadata);
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedErrorCat(
-        "WriteSafetensors: ", Quoted(path),
+        "WriteSafetensors: ", checkpoint_internal::Quoted(path),
         ": the tensors' bytes cannot be held in memory to be written");
   }
 }

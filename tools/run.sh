@@ -11,7 +11,7 @@ caller_dir="$PWD"  # Where `python` runs its arguments (a script's relative path
 cd "$(dirname "$0")/.."
 
 packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-dev
-  libprotobuf-dev protobuf-compiler libdlpack-dev libhwy-dev nlohmann-json3-dev)
+  libprotobuf-dev protobuf-compiler libdlpack-dev libhwy-dev nlohmann-json3-dev libre2-dev)
 
 # The Python package (//python): Debian's interpreter with its headers, pybind11, and
 # the peers and test runner its tests use.

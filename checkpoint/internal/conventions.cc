@@ -234,8 +234,13 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
     return plan;
   }
   if (c == Convention::kFP8Block) {
-    STRATA_RETURN_IF_ERROR(
-        want(Role::kWeightScaleInv, dtypes::Float32(), "F32"));
+    // F32 scales (DeepSeek-V3); U8 ones are e8m0 exponents (DeepGEMM's
+    // UE8M0, what WriteSafetensors writes for fp8_e4m3_block128x128_ue8m0).
+    const bool ue8m0 = Get(m, Role::kWeightScaleInv).dtype == dtypes::UInt8();
+    if (!ue8m0) {
+      STRATA_RETURN_IF_ERROR(
+          want(Role::kWeightScaleInv, dtypes::Float32(), "F32 (or U8, e8m0)"));
+    }
     const Member& s = Get(m, Role::kWeightScaleInv);
     std::vector<int64_t> expected = w.shape;
     for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
@@ -254,7 +259,8 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name, const Members& m) {
                        ShapeText(expected), "; got ", ShapeText(w.shape),
                        " and ", ShapeText(s.shape)));
     }
-    plan.dtype = dtypes::FP8E4M3Block128x128();
+    plan.dtype = ue8m0 ? dtypes::FP8E4M3Block128x128UE8M0()
+                       : dtypes::FP8E4M3Block128x128();
     plan.blocks.assign(rank, 1);
     for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
       plan.blocks[j] = 128;
@@ -362,6 +368,10 @@ std::optional<Written> WrittenOf(const DType& dtype) {
     return Written{dtypes::FP8E4M3Block128x128(),
                    {{"", "F8_E4M3"}, {"_scale_inv", "F32"}}};
   }
+  if (&dtype == dtypes::FP8E4M3Block128x128UE8M0()) {
+    return Written{dtypes::FP8E4M3Block128x128UE8M0(),
+                   {{"", "F8_E4M3"}, {"_scale_inv", "U8"}}};
+  }
   if (&dtype == dtypes::FP8E4M3Tensorwise() ||
       &dtype == dtypes::FP8E4M3Rowwise()) {
     return Written{dtype.AsCompound(), {{"", "F8_E4M3"}, {"_scale", "F32"}}};
@@ -371,34 +381,18 @@ std::optional<Written> WrittenOf(const DType& dtype) {
 
 }  // namespace
 
-std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
-    const std::string& name, const Tensor& tensor) {
-  const std::optional<Written> written = WrittenOf(tensor.dtype());
-  if (!written) return std::nullopt;
-  const auto refuse = [&](absl::string_view problem) {
-    return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), " (",
-                         tensor.dtype().name(), "): ", problem);
-  };
-  const auto parsed = ParseMemberName(name);
-  if (!parsed || parsed->second != Role::kWeight) {
-    return refuse(
-        "a block-scaled Tensor writes as its convention's members X.weight, "
-        "X.weight_scale, ...: its name must end in \"weight\" (\"X.weight\")");
-  }
-  const Representation& rep = TensorAccess::representation(tensor);
-  for (const Subtensor& s : rep.subtensors()) {
-    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
-      return refuse(
-          absl::StrCat("the ", s.carrier->Describe(), " holds no host data"));
-    }
-  }
-  // The blocks the convention stores: along the last mode (nvfp4_ts*: 16,
-  // mxfp8: 32), the last two (128x128), whole (tensorwise), whole last
-  // (rowwise).
-  const std::vector<int64_t> shape = tensor.shape();
+namespace {
+
+// The blocks a convention stores a Tensor of `shape` in: along the last mode
+// (nvfp4_ts*: 16, mxfp8: 32), the last two (128x128), whole (tensorwise),
+// whole last (rowwise). ValueError (from `refuse`) for a last dim that the
+// format's blocks do not divide.
+template <typename Refuse>
+absl::StatusOr<std::vector<int64_t>> StoredBlocks(
+    const CompoundDType* d, absl::Span<const int64_t> shape,
+    const Refuse& refuse) {
   const int64_t rank = static_cast<int64_t>(shape.size());
   std::vector<int64_t> blocks(rank, 1);
-  const CompoundDType* d = written->dtype;
   if (d == dtypes::NVFP4TS() || d == dtypes::NVFP4TSRecip() ||
       d == dtypes::MXFP8E4M3()) {
     const int64_t b = d == dtypes::MXFP8E4M3() ? 32 : 16;
@@ -407,7 +401,8 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
                                  " (shape ", ShapeText(shape), ")"));
     }
     blocks.back() = b;
-  } else if (d == dtypes::FP8E4M3Block128x128()) {
+  } else if (d == dtypes::FP8E4M3Block128x128() ||
+             d == dtypes::FP8E4M3Block128x128UE8M0()) {
     for (int64_t j = std::max<int64_t>(0, rank - 2); j < rank; ++j) {
       blocks[j] = 128;
     }
@@ -416,7 +411,91 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
   } else if (rank > 0) {
     blocks.back() = kWholeMode;
   }
-  // Block-grid extents and row-major strides.
+  return blocks;
+}
+
+// Whether `rep` is exactly what QuantizeBlockScaled and the readers build for
+// `blocks`: codes and scales compact row-major from a whole byte of their
+// carriers, so that the stored members are those bytes as they are.
+bool IsStoredAsIs(const Representation& rep, absl::Span<const int64_t> shape,
+                  absl::Span<const int64_t> blocks) {
+  absl::StatusOr<RowMajorBlockScaledLayouts> layouts =
+      MakeRowMajorBlockScaledLayouts(shape, blocks);
+  if (!layouts.ok()) return false;
+  const Subtensor& v = rep.subtensor(0);
+  const Subtensor& sc = rep.subtensor(1);
+  return v.placement == layouts->values && sc.placement == layouts->scales &&
+         rep.adjacent_layouts()[0] == layouts->adjacent &&
+         (v.offset * v.storage_dtype->bits()) % 8 == 0;
+}
+
+}  // namespace
+
+std::optional<absl::StatusOr<std::vector<MemberSpec>>> ConventionSpecs(
+    const std::string& name, const DType& dtype,
+    absl::Span<const int64_t> shape) {
+  const std::optional<Written> written = WrittenOf(dtype);
+  if (!written) return std::nullopt;
+  const auto refuse = [&](absl::string_view problem) {
+    return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), " (",
+                         dtype.name(), "): ", problem);
+  };
+  const auto parsed = ParseMemberName(name);
+  if (!parsed || parsed->second != Role::kWeight) {
+    return refuse(
+        "a block-scaled Tensor writes as its convention's members X.weight, "
+        "X.weight_scale, ...: its name must end in \"weight\" (\"X.weight\")");
+  }
+  const CompoundDType* d = written->dtype;
+  absl::StatusOr<std::vector<int64_t>> blocks = StoredBlocks(d, shape, refuse);
+  if (!blocks.ok()) return blocks.status();
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const BlockGrid grid = MakeBlockGrid(shape, *blocks);
+  const auto types = d->simple_types();
+  int64_t values = 1;
+  for (int64_t e : shape) values *= e;  // Fits: a Tensor's size.
+  std::vector<MemberSpec> out;
+  std::vector<int64_t> value_shape(shape.begin(), shape.end());
+  const int value_bits = types[0]->bits();
+  if (value_bits == 4) value_shape.back() /= 2;  // K/2 bytes of U8.
+  out.push_back({name + written->levels[0].first, written->levels[0].second,
+                 std::move(value_shape), (values * value_bits + 7) / 8});
+  std::vector<int64_t> scale_shape = grid.count;
+  // One scale for the Tensor is written (): per tensor. A rowwise Tensor of
+  // rank <= 1 has one row, the same value, and reads back as tensorwise.
+  if (d == dtypes::FP8E4M3Tensorwise() || rank <= 1) scale_shape.clear();
+  out.push_back({name + written->levels[1].first, written->levels[1].second,
+                 std::move(scale_shape), grid.size * (types[1]->bits() / 8)});
+  if (types.size() == 3) {
+    out.push_back({name + written->levels[2].first,
+                   written->levels[2].second,
+                   {},
+                   4});
+  }
+  return out;
+}
+
+std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
+    const std::string& name, const Tensor& tensor) {
+  const std::vector<int64_t> shape = tensor.shape();
+  std::optional<absl::StatusOr<std::vector<MemberSpec>>> specs =
+      ConventionSpecs(name, tensor.dtype(), shape);
+  if (!specs) return std::nullopt;
+  if (!specs->ok()) return specs->status();
+  const auto refuse = [&](absl::string_view problem) {
+    return ValueErrorCat("WriteSafetensors: tensor ", Quoted(name), " (",
+                         tensor.dtype().name(), "): ", problem);
+  };
+  const Representation& rep = TensorAccess::representation(tensor);
+  for (const Subtensor& s : rep.subtensors()) {
+    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
+      return refuse(
+          absl::StrCat("the ", s.carrier->Describe(), " holds no host data"));
+    }
+  }
+  const CompoundDType* d = tensor.dtype().AsCompound();
+  const std::vector<int64_t> blocks = *StoredBlocks(d, shape, refuse);
+  const int64_t rank = static_cast<int64_t>(shape.size());
   const BlockGrid grid = MakeBlockGrid(shape, blocks);
   const int64_t total = tensor.size();
   const Subtensor& v = rep.subtensor(0);
@@ -424,61 +503,69 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
   const Layout& s0 = rep.adjacent_layouts()[0];
   const int value_bits = v.storage_dtype->bits();
   const int scale_bytes = sc.storage_dtype->bits() / 8;
-  std::string value_bytes((total * value_bits + 7) / 8, '\0');
-  std::string scale_out(grid.size * scale_bytes, '\0');
-  std::vector<int64_t> scale_of_block(grid.size, -1);
-  const auto l0_modes = TopLevelModes(v.placement);
-  const auto s0_modes = TopLevelModes(s0);
+  std::vector<MemberSpec>& spec = **specs;
+  std::string value_bytes(spec[0].bytes, '\0');
+  std::string scale_out(spec[1].bytes, '\0');
   const auto* vsrc = static_cast<const uint8_t*>(v.carrier->data());
   const auto* ssrc = static_cast<const uint8_t*>(sc.carrier->data());
-  auto* vdst = reinterpret_cast<uint8_t*>(value_bytes.data());
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t r = 0; r < total; ++r) {
-    int64_t iv = 0, is = 0, g = 0;
-    for (int64_t j = 0; j < rank; ++j) {
-      iv += l0_modes[j](coord[j]);
-      is += s0_modes[j](coord[j]);
-      g += coord[j] / grid.block[j] * grid.stride[j];
+  if (IsStoredAsIs(rep, shape, blocks)) {
+    // Compact row-major codes and scales (a quantizer's output, a reader's
+    // Tensor): the members are their bytes.
+    if (!value_bytes.empty()) {
+      std::memcpy(value_bytes.data(), vsrc + v.offset * value_bits / 8,
+                  value_bytes.size());
     }
-    if (value_bits == 8) {
-      vdst[r] = vsrc[v.offset + iv];
-    } else {
-      WritePacked(vdst, value_bits, r,
-                  ReadPacked(vsrc, value_bits, v.offset + iv));
+    if (!scale_out.empty()) {
+      std::memcpy(scale_out.data(), ssrc + sc.offset * scale_bytes,
+                  scale_out.size());
     }
-    const int64_t scale_index = sc.offset + sc.placement(is);
-    if (scale_of_block[g] < 0) {
-      scale_of_block[g] = scale_index;
-      std::memcpy(scale_out.data() + g * scale_bytes,
-                  ssrc + scale_index * scale_bytes, scale_bytes);
-    } else if (scale_of_block[g] != scale_index) {
-      return refuse(absl::StrCat(
-          "it is not blocked as its convention stores it (blocks ",
-          absl::StrJoin(blocks, "x",
-                        [](std::string* out, int64_t b) {
-                          absl::StrAppend(out, b == kWholeMode
-                                                   ? std::string("whole")
-                                                   : absl::StrCat(b));
-                        }),
-          " of shape ", ShapeText(shape), "): values of one block reach ",
-          "different scales"));
-    }
-    for (int64_t j = rank; j-- > 0;) {
-      if (++coord[j] < shape[j]) break;
-      coord[j] = 0;
+  } else {
+    std::vector<int64_t> scale_of_block(grid.size, -1);
+    const auto l0_modes = TopLevelModes(v.placement);
+    const auto s0_modes = TopLevelModes(s0);
+    auto* vdst = reinterpret_cast<uint8_t*>(value_bytes.data());
+    std::vector<int64_t> coord(rank, 0);
+    for (int64_t r = 0; r < total; ++r) {
+      int64_t iv = 0, is = 0, g = 0;
+      for (int64_t j = 0; j < rank; ++j) {
+        iv += l0_modes[j](coord[j]);
+        is += s0_modes[j](coord[j]);
+        g += coord[j] / grid.block[j] * grid.stride[j];
+      }
+      if (value_bits == 8) {
+        vdst[r] = vsrc[v.offset + iv];
+      } else {
+        WritePacked(vdst, value_bits, r,
+                    ReadPacked(vsrc, value_bits, v.offset + iv));
+      }
+      const int64_t scale_index = sc.offset + sc.placement(is);
+      if (scale_of_block[g] < 0) {
+        scale_of_block[g] = scale_index;
+        std::memcpy(scale_out.data() + g * scale_bytes,
+                    ssrc + scale_index * scale_bytes, scale_bytes);
+      } else if (scale_of_block[g] != scale_index) {
+        return refuse(absl::StrCat(
+            "it is not blocked as its convention stores it (blocks ",
+            absl::StrJoin(blocks, "x",
+                          [](std::string* out, int64_t b) {
+                            absl::StrAppend(out, b == kWholeMode
+                                                     ? std::string("whole")
+                                                     : absl::StrCat(b));
+                          }),
+            " of shape ", ShapeText(shape), "): values of one block reach ",
+            "different scales"));
+      }
+      for (int64_t j = rank; j-- > 0;) {
+        if (++coord[j] < shape[j]) break;
+        coord[j] = 0;
+      }
     }
   }
   std::vector<WrittenMember> out;
-  std::vector<int64_t> value_shape = shape;
-  if (value_bits == 4) value_shape.back() /= 2;  // K/2 bytes of U8.
-  out.push_back({name + written->levels[0].first, written->levels[0].second,
-                 value_shape, std::move(value_bytes)});
-  std::vector<int64_t> scale_shape = grid.count;
-  // One scale for the Tensor is written (): per tensor. A rowwise Tensor of
-  // rank <= 1 has one row, the same value, and reads back as tensorwise.
-  if (d == dtypes::FP8E4M3Tensorwise() || rank <= 1) scale_shape.clear();
-  out.push_back({name + written->levels[1].first, written->levels[1].second,
-                 scale_shape, std::move(scale_out)});
+  out.push_back({std::move(spec[0].name), spec[0].dtype,
+                 std::move(spec[0].shape), std::move(value_bytes)});
+  out.push_back({std::move(spec[1].name), spec[1].dtype,
+                 std::move(spec[1].shape), std::move(scale_out)});
   if (rep.num_levels() == 3) {
     const Subtensor& t = rep.subtensor(2);
     const int64_t i1 = s0.size() > 0 ? s0(0) : 0;
@@ -488,10 +575,8 @@ std::optional<absl::StatusOr<std::vector<WrittenMember>>> ConventionMembers(
                 static_cast<const uint8_t*>(t.carrier->data()) +
                     4 * (t.offset + t.placement(i2)),
                 4);
-    out.push_back({name + written->levels[2].first,
-                   written->levels[2].second,
-                   {},
-                   std::move(global)});
+    out.push_back({std::move(spec[2].name), spec[2].dtype,
+                   std::move(spec[2].shape), std::move(global)});
   }
   return out;
 }

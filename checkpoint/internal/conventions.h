@@ -16,6 +16,7 @@
 //     weight_global_scale F32 () or (1)
 //   weight_scale_inv                     FP8 block (DeepSeek-V3)   fp8_e4m3_block128x128
 //     weight F8_E4M3 (...,N,K), weight_scale_inv F32 (...,ceil(N/128),ceil(K/128))
+//     the same with weight_scale_inv U8 (e8m0)                    fp8_e4m3_block128x128_ue8m0
 //   weight and weight_scale, scale U8    ModelOpt MXFP8            mxfp8_e4m3
 //     weight F8_E4M3 (...,N,K), weight_scale U8 (...,N,K/32)
 //   weight and weight_scale, scale F32   FP8 per tensor / channel  fp8_e4m3_tensorwise
@@ -46,6 +47,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "carrier/mapped_carrier.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
@@ -102,8 +104,22 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name,
 absl::StatusOr<Tensor> BuildGroup(
     const GroupPlan& plan, const std::shared_ptr<const MappedRegion>& region);
 
-// What WriteSafetensors writes for a Tensor of a convention's dtype: its
-// members in order, each with its safetensors dtype, shape and bytes.
+// What WriteSafetensors writes for a Tensor of a convention's dtype and
+// `shape` named `name`, known before its values: each member's name,
+// safetensors dtype, shape and byte count, in order. nullopt for a dtype no
+// convention writes; a ValueError (naming `name`) for a name that does not
+// end in "weight" or a last dim the format's blocks do not divide.
+struct MemberSpec {
+  std::string name;
+  absl::string_view dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+};
+std::optional<absl::StatusOr<std::vector<MemberSpec>>> ConventionSpecs(
+    const std::string& name, const DType& dtype,
+    absl::Span<const int64_t> shape);
+
+// The members themselves, in ConventionSpecs' order, each with its bytes.
 struct WrittenMember {
   std::string name;
   absl::string_view dtype;

@@ -1,0 +1,84 @@
+// The safetensors writer's pieces, shared by WriteSafetensors and the
+// directory writer (checkpoint/checkpoint_writer.h): each Tensor laid out
+// from its name, dtype and shape before its values, the header of a file of
+// such Tensors, and their bytes written one Tensor at a time.
+#ifndef STRATA_CHECKPOINT_INTERNAL_SAFETENSORS_FILE_H_
+#define STRATA_CHECKPOINT_INTERNAL_SAFETENSORS_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "checkpoint/internal/atomic_files.h"
+#include "checkpoint/tensor_to_write.h"
+#include "dtype/dtype.h"
+
+namespace strata {
+namespace checkpoint_internal {
+
+// One entry of the header.
+struct PlannedEntry {
+  std::string name;
+  std::string dtype;  // Safetensors name.
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;
+};
+
+// What one Tensor writes: itself (one level), an mxfp4 .blocks/.scales pair,
+// or a convention's members (NOTE [ Checkpoint conventions ]).
+struct PlannedTensor {
+  enum class Kind { kOneLevel, kPair, kConvention };
+  TensorToWrite* source = nullptr;
+  Kind kind = Kind::kOneLevel;
+  const SimpleDType* dtype = nullptr;  // kOneLevel.
+  std::vector<PlannedEntry> entries;
+  int64_t bytes() const {
+    int64_t total = 0;
+    for (const PlannedEntry& e : entries) total += e.bytes;
+    return total;
+  }
+};
+
+// ValueError ("WriteSafetensors: tensor "NAME": ...") for a dtype with no
+// safetensors form, an mxfp4 Tensor whose last dim is not a multiple of 32, a
+// convention's Tensor whose name does not end in "weight" or whose last dim
+// its blocks do not divide, a byte count that overflows.
+absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor);
+
+// The length prefix and header of a file of `tensors` (in order) and
+// `metadata`. ValueError for a name written twice or "__metadata__", text
+// that is not UTF-8, a metadata key given twice.
+absl::StatusOr<std::string> SafetensorsHeader(
+    absl::Span<const PlannedTensor> tensors,
+    absl::Span<const std::pair<std::string, std::string>> metadata);
+
+// Where a write stands; the writer updates it and reports it through
+// `control` after each chunk.
+struct WriteState {
+  const WriteControl* control = nullptr;
+  WriteProgress progress;
+  absl::Status Advance(int64_t bytes);  // Reports; CancelledError on cancel.
+};
+
+// Makes each Tensor in turn, writes its entries' bytes to `out`, calls its
+// `written`. Errors: what `make` returns; a Tensor whose dtype or shape is
+// not the planned one, or whose carriers hold no host data; what the
+// convention or pair writers refuse (a layout not blocked as stored); the
+// file's write errors; a cancel.
+absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
+                                     OutputFile& out, WriteState& state);
+
+// The row-major bytes of a one-level Tensor written to `sink` in chunks of at
+// most 8 MiB (straight from its carrier where it is compact row-major); the
+// GGUF writer's plain types too.
+absl::Status WriteOneLevelRowMajor(
+    const Tensor& t, const std::function<absl::Status(absl::string_view)>& sink);
+
+}  // namespace checkpoint_internal
+}  // namespace strata
+
+#endif  // STRATA_CHECKPOINT_INTERNAL_SAFETENSORS_FILE_H_
