@@ -39,6 +39,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "checkpoint/tensor_to_write.h"
 #include "core/tensor.h"
 
 namespace strata {
@@ -142,6 +144,34 @@ absl::StatusOr<Gguf> ReadGguf(const std::string& path);
 // The same for an open file descriptor (neither closed nor kept open);
 // `path` is the name the carriers report.
 absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path);
+
+// NOTE [ GGUF out ]
+// WriteGguf writes GGUF v3 as gguf-py's GGUFWriter lays it out: the header,
+// `metadata` in order, the tensor infos in order, the data section at the
+// alignment (general.alignment where `metadata` sets it, else 32), each
+// tensor's data at a multiple of it, zero padding between. Plain Tensors
+// (float32, float16, bfloat16, float64, int8..int64) are written row-major;
+// q8_0, q4_0 and mxfp4 Tensors blocked by 32 along their last dim as ggml's
+// block structs (NOTE [ GGUF blocks as strided placements ]: the scale, then
+// 16 or 32 bytes of codes, element j and j + 16 of a 4-bit block sharing
+// byte j), whatever their layouts; the dims are the shape reversed, at most
+// 4. ReadGguf and ggml's readers read it back; its bytes do not depend on
+// the Tensors' layouts. The file is written to a temporary name beside `path`
+// and renamed over it when complete (NOTE [ Files complete or absent ] in
+// checkpoint/internal/atomic_files.h).
+//
+// Errors (ValueError naming the tensor or key, before the file is created):
+// a dtype with no GGUF type; a rank above 4; a block type whose last dim is
+// not a multiple of 32 or that has no dim; a tensor name or metadata key
+// given twice; general.alignment that is not a UINT32 power of two; an
+// array value whose count disagrees with its items. While writing: what a
+// Tensor's `make` returns; a block Tensor whose 32 consecutive values of the
+// last dim do not share one scale; the file's write errors (naming it and
+// the OS error); CancelledError when control.cancel is set.
+absl::Status WriteGguf(
+    const std::string& path, std::vector<TensorToWrite> tensors,
+    absl::Span<const std::pair<std::string, GgufValue>> metadata,
+    const WriteControl& control = {});
 
 // Whether `prefix` (the first bytes of a file) begins with the GGUF magic.
 bool IsGgufMagic(absl::string_view prefix);

@@ -25,6 +25,7 @@
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/internal/atomic_files.h"
 #include "checkpoint/internal/conventions.h"
+#include "checkpoint/internal/file_writing.h"
 #include "checkpoint/internal/safetensors_file.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
@@ -81,31 +82,6 @@ bool IsUtf8(absl::string_view s) {
     i += more + 1;
   }
   return true;
-}
-
-// Walks the row-major coordinates of `modes` (the top-level modes of a
-// placement and, optionally, of an adjacent layout of the same shape), calling
-// f(row_major_index, index_a, index_b).
-template <typename F>
-void ForEachRowMajor(absl::Span<const Layout> a, absl::Span<const Layout> b,
-                     F&& f) {
-  const size_t rank = a.size();
-  int64_t total = 1;
-  for (const Layout& m : a) total *= m.size();  // Fits: a placement's size.
-  if (total == 0) return;
-  std::vector<int64_t> coord(rank, 0);
-  for (int64_t r = 0; r < total; ++r) {
-    int64_t ia = 0, ib = 0;
-    for (size_t j = 0; j < rank; ++j) {
-      ia += a[j](coord[j]);
-      if (!b.empty()) ib += b[j](coord[j]);
-    }
-    f(r, ia, ib);
-    for (size_t j = rank; j-- > 0;) {
-      if (++coord[j] < a[j].size()) break;
-      coord[j] = 0;
-    }
-  }
 }
 
 absl::Status WriteError(absl::string_view name, absl::string_view message) {
@@ -356,67 +332,6 @@ absl::StatusOr<std::string> SafetensorsHeader(
   header.push_back('}');
   header.append((8 - header.size() % 8) % 8, ' ');
   return SafetensorsLengthPrefix(header.size()) + header;
-}
-
-absl::Status WriteState::Advance(int64_t bytes) {
-  progress.bytes_done += bytes;
-  if (control != nullptr) {
-    if (control->progress) control->progress(progress);
-    STRATA_RETURN_IF_ERROR(CheckCancel(control->cancel, "write"));
-  }
-  return absl::OkStatus();
-}
-
-constexpr int64_t kChunkBytes = int64_t{8} << 20;
-
-absl::Status WriteOneLevelRowMajor(
-    const Tensor& t,
-    const std::function<absl::Status(absl::string_view)>& sink) {
-  const SimpleDType& dtype = *t.dtype().AsSimple();
-  const int bits = dtype.bits();
-  STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(dtype, t.size()));
-  const uint8_t* src = static_cast<const uint8_t*>(t.carrier()->data());
-  absl::StatusOr<Layout> row_major = Layout::RowMajor(t.layout().shape());
-  if (row_major.ok() && *row_major == t.layout() &&
-      (t.offset() * bits) % 8 == 0) {
-    // Compact row-major: the carrier's bytes as they are.
-    const char* from =
-        reinterpret_cast<const char*>(src) + t.offset() * bits / 8;
-    for (int64_t at = 0; at < bytes; at += kChunkBytes) {
-      STRATA_RETURN_IF_ERROR(sink(absl::string_view(
-          from + at, static_cast<size_t>(std::min(kChunkBytes, bytes - at)))));
-    }
-    return absl::OkStatus();
-  }
-  // Any other layout (a view, a broadcast, which may reach far more values
-  // than its carrier holds): gathered a chunk at a time.
-  const int64_t chunk_values = kChunkBytes * 8 / bits;  // A multiple of 8.
-  const int64_t chunk_bytes = std::min(bytes, kChunkBytes);
-  std::string chunk(static_cast<size_t>(chunk_bytes), '\0');
-  uint8_t* dst = reinterpret_cast<uint8_t*>(chunk.data());
-  const auto modes = TopLevelModes(t.layout());
-  const int64_t offset = t.offset();
-  int64_t chunk_start = 0;  // The row-major index of the chunk's first value.
-  absl::Status status;
-  ForEachRowMajor(modes, {}, [&](int64_t r, int64_t index, int64_t) {
-    if (!status.ok()) return;
-    if (r - chunk_start == chunk_values) {
-      status = sink(chunk);
-      std::fill(chunk.begin(), chunk.end(), '\0');
-      chunk_start = r;
-    }
-    const int64_t at = r - chunk_start;
-    const int64_t from = offset + index;
-    if (bits % 8 == 0) {
-      std::memcpy(dst + at * (bits / 8), src + from * (bits / 8), bits / 8);
-    } else {
-      WritePacked(dst, bits, at, ReadPacked(src, bits, from));
-    }
-  });
-  STRATA_RETURN_IF_ERROR(status);
-  // The last chunk: the bytes of the values it holds.
-  const int64_t rest = bytes - chunk_start * bits / 8;
-  return sink(absl::string_view(chunk.data(), static_cast<size_t>(rest)));
 }
 
 absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,

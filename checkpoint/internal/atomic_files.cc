@@ -67,20 +67,24 @@ bool IsEmptyDirectory(const std::string& path) {
 }  // namespace
 
 absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path,
-                                              absl::string_view who) {
+                                              absl::string_view who,
+                                              const std::string& shown) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     std::string temporary = NextTemporaryName(path);
     const int fd =
         open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd >= 0) {
-      return OutputFile(path, std::move(temporary), std::string(who), fd);
+      return OutputFile(path, std::move(temporary), std::string(who),
+                        shown.empty() ? path : shown, fd);
     }
     if (errno != EEXIST) {
-      return ValueErrorCat(who, ": cannot create ", Quoted(path), ": ",
+      return ValueErrorCat(who, ": cannot create ",
+                           Quoted(shown.empty() ? path : shown), ": ",
                            std::strerror(errno));
     }
   }
-  return ValueErrorCat(who, ": cannot create ", Quoted(path),
+  return ValueErrorCat(who, ": cannot create ",
+                       Quoted(shown.empty() ? path : shown),
                        ": no free temporary name beside it");
 }
 
@@ -88,6 +92,7 @@ OutputFile::OutputFile(OutputFile&& other) noexcept
     : path_(std::move(other.path_)),
       temporary_(std::move(other.temporary_)),
       who_(std::move(other.who_)),
+      shown_(std::move(other.shown_)),
       fd_(other.fd_),
       written_(other.written_) {
   other.fd_ = -1;
@@ -100,7 +105,7 @@ OutputFile::~OutputFile() {
 }
 
 absl::Status OutputFile::Error(absl::string_view what, int error) const {
-  return ValueErrorCat(who_, ": cannot ", what, " ", Quoted(path_), ": ",
+  return ValueErrorCat(who_, ": cannot ", what, " ", Quoted(shown_), ": ",
                        std::strerror(error));
 }
 

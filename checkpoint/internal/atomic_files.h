@@ -26,10 +26,13 @@ namespace checkpoint_internal {
 // O_EXCL), renamed to `path` by Commit; removed when dropped uncommitted.
 class OutputFile {
  public:
-  // `who` opens each message ("WriteCheckpoint"). ValueError naming `path`
-  // and the OS error when the temporary file cannot be created.
+  // `who` opens each message ("WriteCheckpoint"), which names the file as
+  // `shown` (`path` where empty: a staged file is shown by its final name).
+  // ValueError naming it and the OS error when the temporary file cannot be
+  // created.
   static absl::StatusOr<OutputFile> Create(const std::string& path,
-                                           absl::string_view who);
+                                           absl::string_view who,
+                                           const std::string& shown = "");
   OutputFile(OutputFile&& other) noexcept;
   OutputFile& operator=(OutputFile&&) = delete;
   OutputFile(const OutputFile&) = delete;
@@ -47,13 +50,15 @@ class OutputFile {
   int64_t written() const { return written_; }
 
  private:
-  OutputFile(std::string path, std::string temporary, std::string who, int fd)
+  OutputFile(std::string path, std::string temporary, std::string who,
+             std::string shown, int fd)
       : path_(std::move(path)),
         temporary_(std::move(temporary)),
         who_(std::move(who)),
+        shown_(std::move(shown)),
         fd_(fd) {}
   absl::Status Error(absl::string_view what, int error) const;
-  std::string path_, temporary_, who_;
+  std::string path_, temporary_, who_, shown_;
   int fd_ = -1;
   int64_t written_ = 0;
 };

@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "checkpoint/internal/atomic_files.h"
+#include "checkpoint/internal/file_writing.h"
 #include "checkpoint/tensor_to_write.h"
 #include "dtype/dtype.h"
 
@@ -56,14 +57,6 @@ absl::StatusOr<std::string> SafetensorsHeader(
     absl::Span<const PlannedTensor> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata);
 
-// Where a write stands; the writer updates it and reports it through
-// `control` after each chunk.
-struct WriteState {
-  const WriteControl* control = nullptr;
-  WriteProgress progress;
-  absl::Status Advance(int64_t bytes);  // Reports; CancelledError on cancel.
-};
-
 // Makes each Tensor in turn, writes its entries' bytes to `out`, calls its
 // `written`. Errors: what `make` returns; a Tensor whose dtype or shape is
 // not the planned one, or whose carriers hold no host data; what the
@@ -71,12 +64,6 @@ struct WriteState {
 // file's write errors; a cancel.
 absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
                                      OutputFile& out, WriteState& state);
-
-// The row-major bytes of a one-level Tensor written to `sink` in chunks of at
-// most 8 MiB (straight from its carrier where it is compact row-major); the
-// GGUF writer's plain types too.
-absl::Status WriteOneLevelRowMajor(
-    const Tensor& t, const std::function<absl::Status(absl::string_view)>& sink);
 
 }  // namespace checkpoint_internal
 }  // namespace strata
