@@ -169,6 +169,23 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
 
 }  // namespace
 
+absl::Status CheckCheckpointDestination(const std::string& path,
+                                        bool directory, bool overwrite) {
+  STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckDestination(
+      path, directory, overwrite, "strata convert"));
+  checkpoint_internal::RemoveLeftovers(path);
+  return absl::OkStatus();
+}
+
+absl::Status CheckSafetensorsForm(const std::string& name, const DType& dtype,
+                                  const std::vector<int64_t>& shape) {
+  TensorToWrite t;
+  t.name = name;
+  t.dtype = &dtype;
+  t.shape = shape;
+  return checkpoint_internal::PlanSafetensorsTensor(t).status();
+}
+
 absl::StatusOr<WrittenCheckpoint> WriteCheckpoint(
     const std::string& dir, std::vector<TensorToWrite> tensors,
     const WriteCheckpointOptions& options) {

@@ -51,6 +51,19 @@ struct WrittenCheckpoint {
   int64_t total_size = 0;          // Tensor bytes.
 };
 
+// Whether `path` may become a written checkpoint (a directory, or a file
+// where !directory): absent, an empty directory, or (with `overwrite`) one of
+// the same kind; ValueError naming it otherwise ("exists; --overwrite
+// replaces it"). Removes what killed writers of `path` left beside it (NOTE
+// [ Files complete or absent ]).
+absl::Status CheckCheckpointDestination(const std::string& path,
+                                        bool directory, bool overwrite);
+
+// Whether WriteCheckpoint (WriteSafetensors) can write a Tensor of `dtype`
+// and `shape` named `name`: OK, or the ValueError it would refuse it with.
+absl::Status CheckSafetensorsForm(const std::string& name, const DType& dtype,
+                                  const std::vector<int64_t>& shape);
+
 // Writes `tensors` (names unique; each made once, in order) as the directory
 // `dir`. Errors, with nothing left but what existed before: ValueError for
 // max_shard_size < 1, an existing `dir` that is a file or holds anything

@@ -168,6 +168,11 @@ absl::StatusOr<Gguf> ReadGgufFd(int fd, const std::string& path);
 // Tensor's `make` returns; a block Tensor whose 32 consecutive values of the
 // last dim do not share one scale; the file's write errors (naming it and
 // the OS error); CancelledError when control.cancel is set.
+// Whether WriteGguf can write a Tensor of `dtype` and `shape` named `name`:
+// OK, or the ValueError it would refuse it with.
+absl::Status CheckGgufForm(const std::string& name, const DType& dtype,
+                           const std::vector<int64_t>& shape);
+
 absl::Status WriteGguf(
     const std::string& path, std::vector<TensorToWrite> tensors,
     absl::Span<const std::pair<std::string, GgufValue>> metadata,

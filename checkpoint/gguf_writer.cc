@@ -290,6 +290,15 @@ bool IsPowerOfTwo(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
 
 }  // namespace
 
+absl::Status CheckGgufForm(const std::string& name, const DType& dtype,
+                           const std::vector<int64_t>& shape) {
+  TensorToWrite t;
+  t.name = name;
+  t.dtype = &dtype;
+  t.shape = shape;
+  return Plan(t).status();
+}
+
 absl::Status WriteGguf(
     const std::string& path, std::vector<TensorToWrite> tensors,
     absl::Span<const std::pair<std::string, GgufValue>> metadata,

@@ -41,7 +41,10 @@ constexpr char kUsage[] =
     "  strata import FILE [--dump NAME [--data]]   (a safetensors or GGUF file)\n"
     "  strata shard FILE NAME DIM PARTS   (a checkpoint, or a text dump with NAME '-')\n"
     "  strata dequantize FILE NAME [--dtype float32|bfloat16|float16] [--out OUT.npy]\n"
-    "                                 (a checkpoint, or '-' '-': a text dump on standard input)\n";
+    "                                 (a checkpoint, or '-' '-': a text dump on standard input)\n"
+    "  strata convert SRC DST --to T [--scale-layout row_major] [--only REGEX] [--skip REGEX]\n"
+    "                 [--max-shard-size SIZE] [--overwrite] [--quiet]\n"
+    "                                 (a whole checkpoint; DST ending in .gguf writes GGUF)\n";
 // clang-format on
 
 int Usage() {

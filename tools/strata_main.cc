@@ -14,6 +14,7 @@
 //   strata import FILE           a safetensors or GGUF file's tensors
 //   strata shard FILE NAME DIM PARTS  the exact tensor-parallel split of a dim
 //   strata dequantize FILE NAME [--dtype D] [--out OUT.npy]  a Tensor's values
+//   strata convert SRC DST --to T [OPTIONS]  a whole checkpoint converted
 // clang-format on
 //
 // Texts are read up to kMaxTextBytes (proto/codec.h, 64 MiB); a longer one, a
@@ -23,6 +24,7 @@
 
 #include "tools/cli_util.h"
 #include "tools/commands.h"
+#include "tools/convert_command.h"
 #include "tools/demo_command.h"
 #include "tools/dequantize_command.h"
 #include "tools/import_command.h"
@@ -49,6 +51,7 @@ constexpr Command kCommands[] = {
     {"import", strata::ImportCommand},
     {"shard", strata::ShardCommand},
     {"dequantize", strata::DequantizeCommand},
+    {"convert", strata::ConvertCommand},
 };
 
 }  // namespace
