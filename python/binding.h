@@ -170,6 +170,9 @@ absl::Status PythonErrorStatus(py::error_already_set& error,
 // ---- Arguments (convert.cc) ------------------------------------------------
 // "float", "NoneType", ...: the type of `object`, for messages.
 std::string TypeName(py::handle object);
+// A file's name or text as a str, undecodable bytes kept as surrogates
+// (os.fsdecode's way).
+py::str Utf8(const std::string& text);
 // Whether `object` is an integer as the spec reads it: an int or anything
 // with __index__ (numpy integers), but not a bool.
 bool IsInteger(py::handle object);
@@ -256,6 +259,11 @@ Tensor ImportDLPack(py::handle object);
 // quantize, the checkpoint readers and writer, shard planning, dump and
 // replay, and the framework-owned factory.
 void BindInterop(py::module_& module);
+
+// ---- Whole checkpoints (checkpoint_binding.cc) ------------------------------
+// _convert (strata.convert, convert/convert.h) and _write_checkpoint
+// (strata.write_checkpoint, checkpoint/checkpoint_writer.h).
+void BindCheckpoints(py::module_& module);
 
 }  // namespace python
 }  // namespace strata

@@ -22,14 +22,20 @@
 
 namespace strata {
 namespace python {
+
+py::str Utf8(const std::string& text) {
+  // Names and metadata of a file are its bytes: undecodable ones are kept as
+  // surrogates (os.fsdecode's way) rather than failing the read.
+  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
+      text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape"));
+}
+
 namespace {
 
 py::object TensorOrException(const absl::StatusOr<Tensor>& tensor) {
   if (tensor.ok()) return TensorObject(*tensor);
   return ExceptionObject(tensor.status());
 }
-
-py::str Utf8(const std::string& text);
 
 // name -> Tensor, or the exception that refused it, in file order.
 template <typename Entry>
@@ -39,13 +45,6 @@ py::dict TensorsByName(const std::vector<Entry>& entries) {
     tensors[Utf8(entry.name)] = TensorOrException(entry.tensor);
   }
   return tensors;
-}
-
-py::str Utf8(const std::string& text) {
-  // Names and metadata of a file are its bytes: undecodable ones are kept as
-  // surrogates (os.fsdecode's way) rather than failing the read.
-  return py::reinterpret_steal<py::str>(PyUnicode_DecodeUTF8(
-      text.data(), static_cast<Py_ssize_t>(text.size()), "surrogateescape"));
 }
 
 py::object GgufValueObject(const GgufValue& value) {

@@ -12,4 +12,5 @@ PYBIND11_MODULE(_strata, module) {
   python::BindCarriers(module);
   python::BindTensor(module);
   python::BindInterop(module);
+  python::BindCheckpoints(module);
 }

@@ -70,6 +70,35 @@ def read_checkpoint(path):
     return Checkpoint(tensors, metadata, format)
 
 
+def convert(src, dst, to, *, scale_layout=None, only=None,
+            skip="embed|norm|lm_head", max_shard_size="5GB", overwrite=False):
+    """Converts a whole checkpoint, as `strata convert` (checkpoints.md
+    section 2): every block-scaled tensor dequantized when `to` is bfloat16,
+    float16 or float32; every float tensor of rank >= 2 named "*.weight"
+    that `only` finds and `skip` does not (RE2 searches) quantized when `to`
+    is a block-scaled format; the rest copied. `dst` ending in ".gguf" is
+    written as GGUF, else as a Hugging Face directory (shards of at most
+    `max_shard_size`: bytes, or "5GB", "500MiB"). Nothing under dst is
+    incomplete, whatever happens (Ctrl-C included). Returns a dict:
+    converted, copied (lists of names), refused (name -> the exception),
+    files (written), other_files (copied beside them), input_bytes,
+    output_bytes. Raises ValueError for bad arguments, a src that is not a
+    checkpoint, a dst that exists (without overwrite=True) or cannot be
+    written."""
+    to = to.name if hasattr(to, "name") else to
+    return _strata._convert(src, dst, str(to), scale_layout, only or "",
+                            skip or "", max_shard_size, bool(overwrite))
+
+
+def write_checkpoint(dir, tensors, *, max_shard_size="5GB", overwrite=False):
+    """Writes Tensors (a dict name -> Tensor, in its order) as a Hugging Face
+    directory (checkpoints.md section 2): model.safetensors, or shards of at
+    most max_shard_size plus model.safetensors.index.json; block-scaled
+    Tensors in their format's naming convention. Returns the file names."""
+    return _strata._write_checkpoint(dir, tensors, max_shard_size,
+                                     bool(overwrite))
+
+
 def _numpy(self):
     """The values as a numpy array over the same memory (numpy.from_dlpack:
     read-only). A block-scaled Tensor is refused, as its DLPack export is:
@@ -148,6 +177,8 @@ __all__ = [
     "quantize",
     "requantize",
     "read_checkpoint",
+    "convert",
+    "write_checkpoint",
     "read_gguf",
     "read_safetensors",
     "replay",
