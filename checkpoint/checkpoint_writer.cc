@@ -109,7 +109,8 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
     }
     STRATA_ASSIGN_OR_RETURN(
         const std::string header,
-        checkpoint_internal::SafetensorsHeader(shard, options.metadata));
+        checkpoint_internal::SafetensorsHeader(absl::MakeSpan(shard),
+                                               options.metadata));
     const std::string shown = absl::StrCat(dir, "/", name);
     state.progress.file = shown;
     STRATA_ASSIGN_OR_RETURN(
@@ -117,7 +118,8 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
         OutputFile::Create(absl::StrCat(staging, "/", name), kWho, shown));
     STRATA_RETURN_IF_ERROR(out.Write(header));
     STRATA_RETURN_IF_ERROR(checkpoint_internal::WriteSafetensorsTensors(
-        absl::MakeSpan(shard), out, state));
+        absl::MakeSpan(shard), out, static_cast<int64_t>(header.size()),
+        state));
     STRATA_RETURN_IF_ERROR(out.Commit());
     written.files.push_back(name);
     if (options.control.file_written) options.control.file_written(shown);
@@ -211,7 +213,8 @@ absl::StatusOr<WrittenCheckpoint> WriteCheckpoint(
   }
   // Every entry name once, across the shards too.
   STRATA_RETURN_IF_ERROR(
-      checkpoint_internal::SafetensorsHeader(planned, options.metadata)
+      checkpoint_internal::SafetensorsHeader(absl::MakeSpan(planned),
+                                             options.metadata)
           .status());
   STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckDestination(
       dir, /*directory=*/true, options.overwrite, kWho));

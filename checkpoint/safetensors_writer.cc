@@ -185,16 +185,18 @@ absl::Status WriteSafetensorsTo(
     STRATA_ASSIGN_OR_RETURN(PlannedTensor p, PlanSafetensorsTensor(t));
     planned.push_back(std::move(p));
   }
-  STRATA_ASSIGN_OR_RETURN(const std::string header,
-                          SafetensorsHeader(planned, metadata));
+  STRATA_ASSIGN_OR_RETURN(
+      const std::string header,
+      SafetensorsHeader(absl::MakeSpan(planned), metadata));
   // Written to a temporary file beside `path`, renamed over it at the end.
   STRATA_ASSIGN_OR_RETURN(OutputFile out,
                           OutputFile::Create(path, "WriteSafetensors"));
   STRATA_RETURN_IF_ERROR(out.Write(header));
   WriteControl control;
   WriteState state{&control, {}};
-  STRATA_RETURN_IF_ERROR(
-      WriteSafetensorsTensors(absl::MakeSpan(planned), out, state));
+  STRATA_RETURN_IF_ERROR(WriteSafetensorsTensors(
+      absl::MakeSpan(planned), out, static_cast<int64_t>(header.size()),
+      state));
   return out.Commit();
 }
 
@@ -265,7 +267,7 @@ absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
 }
 
 absl::StatusOr<std::string> SafetensorsHeader(
-    absl::Span<const PlannedTensor> tensors,
+    absl::Span<PlannedTensor> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata) {
   absl::flat_hash_set<std::string> names;
   auto claim = [&](const std::string& name) -> absl::Status {
@@ -314,19 +316,35 @@ absl::StatusOr<std::string> SafetensorsHeader(
     absl::StrAppend(&header, dump(Json(std::string(kMetadataKey))), ":", text,
                     "}");
   }
+  // NOTE [ Aligned safetensors data ]: offsets by element size, widest
+  // first, stable.
+  const auto width = [](const std::string& dtype) {
+    if (dtype == "F64" || dtype == "I64" || dtype == "U64") return 8;
+    if (dtype == "F32" || dtype == "I32" || dtype == "U32") return 4;
+    if (dtype == "F16" || dtype == "BF16" || dtype == "I16" || dtype == "U16") {
+      return 2;
+    }
+    return 1;
+  };
   int64_t at = 0;
+  for (int w : {8, 4, 2, 1}) {
+    for (PlannedTensor& p : tensors) {
+      for (PlannedEntry& e : p.entries) {
+        if (width(e.dtype) != w) continue;
+        e.offset = at;
+        if (!CheckedAdd(at, e.bytes, &at)) {
+          return WriteError(e.name, "the file's bytes overflow int64");
+        }
+      }
+    }
+  }
   for (const PlannedTensor& p : tensors) {
     for (const PlannedEntry& e : p.entries) {
       Json info = Json::object();
       info["dtype"] = e.dtype;
       info["shape"] = ShapeJson(e.shape);
-      int64_t end = 0;
-      if (!CheckedAdd(at, e.bytes, &end)) {
-        return WriteError(e.name, "the file's bytes overflow int64");
-      }
-      info["data_offsets"] = Json::array({at, end});
+      info["data_offsets"] = Json::array({e.offset, e.offset + e.bytes});
       member(e.name, info);
-      at = end;
     }
   }
   header.push_back('}');
@@ -335,10 +353,18 @@ absl::StatusOr<std::string> SafetensorsHeader(
 }
 
 absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
-                                     OutputFile& out, WriteState& state) {
-  const auto sink = [&](absl::string_view bytes) -> absl::Status {
-    STRATA_RETURN_IF_ERROR(out.Write(bytes));
+                                     OutputFile& out, int64_t data_start,
+                                     WriteState& state) {
+  // Each entry's bytes at its offset, in pieces as they come.
+  int64_t at = 0;
+  const std::function<absl::Status(absl::string_view)> sink =
+      [&](absl::string_view bytes) -> absl::Status {
+    STRATA_RETURN_IF_ERROR(out.WriteAt(at, bytes));
+    at += static_cast<int64_t>(bytes.size());
     return state.Advance(static_cast<int64_t>(bytes.size()));
+  };
+  const auto entry_at = [&](const PlannedEntry& e) {
+    at = data_start + e.offset;
   };
   for (PlannedTensor& p : tensors) {
     TensorToWrite& source = *p.source;
@@ -355,6 +381,7 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
     STRATA_RETURN_IF_ERROR(CheckHostData(source.name, t));
     switch (p.kind) {
       case PlannedTensor::Kind::kOneLevel:
+        entry_at(p.entries[0]);
         STRATA_RETURN_IF_ERROR(WriteOneLevelRowMajor(t, sink));
         break;
       case PlannedTensor::Kind::kPair: {
@@ -362,7 +389,9 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
         STRATA_RETURN_IF_ERROR(PairBytes(source.name, t, p.entries[0].bytes,
                                          p.entries[1].bytes, &blocks,
                                          &scales));
+        entry_at(p.entries[0]);
         STRATA_RETURN_IF_ERROR(sink(blocks));
+        entry_at(p.entries[1]);
         STRATA_RETURN_IF_ERROR(sink(scales));
         break;
       }
@@ -377,6 +406,7 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
                 "WriteSafetensors: tensor ", Quoted(source.name),
                 ": member ", Quoted(m.name), " differs from its plan"));
           }
+          entry_at(p.entries[i]);
           STRATA_RETURN_IF_ERROR(sink(m.bytes));
         }
         break;

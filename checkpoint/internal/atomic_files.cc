@@ -8,6 +8,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -119,6 +120,21 @@ absl::Status OutputFile::Write(absl::string_view bytes) {
     if (wrote < 0) return Error("write", errno);
     if (wrote == 0) return Error("write", EIO);
     bytes.remove_prefix(static_cast<size_t>(wrote));
+    written_ += wrote;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status OutputFile::WriteAt(int64_t offset, absl::string_view bytes) {
+  if (fd_ < 0) return Error("write", EBADF);
+  while (!bytes.empty()) {
+    const size_t n = std::min<size_t>(bytes.size(), size_t{1} << 30);
+    const ssize_t wrote = pwrite(fd_, bytes.data(), n, offset);
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0) return Error("write", errno);
+    if (wrote == 0) return Error("write", EIO);
+    bytes.remove_prefix(static_cast<size_t>(wrote));
+    offset += wrote;
     written_ += wrote;
   }
   return absl::OkStatus();

@@ -42,6 +42,9 @@ class OutputFile {
   // naming the final path and the OS error (ENOSPC: "No space left on
   // device").
   absl::Status Write(absl::string_view bytes);
+  // Writes all of `bytes` at byte `offset` of the file (pwrite), for a
+  // layout whose parts are made in another order than they lie.
+  absl::Status WriteAt(int64_t offset, absl::string_view bytes);
   // Closes and renames over `path`; on error the temporary file is removed.
   absl::Status Commit();
 

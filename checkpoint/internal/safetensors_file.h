@@ -27,6 +27,7 @@ struct PlannedEntry {
   std::string dtype;  // Safetensors name.
   std::vector<int64_t> shape;
   int64_t bytes = 0;
+  int64_t offset = 0;  // In the data buffer (SafetensorsHeader sets it).
 };
 
 // What one Tensor writes: itself (one level), an mxfp4 .blocks/.scales pair,
@@ -50,20 +51,31 @@ struct PlannedTensor {
 // its blocks do not divide, a byte count that overflows.
 absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor);
 
-// The length prefix and header of a file of `tensors` (in order) and
-// `metadata`. ValueError for a name written twice or "__metadata__", text
-// that is not UTF-8, a metadata key given twice.
+// NOTE [ Aligned safetensors data ]
+// The header lists the entries in the order given; their data lies by
+// element size, widest first (8-byte dtypes, then 4, 2, 1 and packed 4-bit),
+// in the order given within each size, as the safetensors library lays out
+// its files: every value is then aligned to its width (the data buffer
+// begins at a multiple of 8), which the kernels need (a block-scaled
+// Tensor's F32 scales beside an odd number of F8 codes would not be). The
+// writers make each Tensor once, in the order given, and write each entry
+// at its offset.
+//
+// The length prefix and header of a file of `tensors` and `metadata`; sets
+// each entry's offset. ValueError for a name written twice or
+// "__metadata__", text that is not UTF-8, a metadata key given twice.
 absl::StatusOr<std::string> SafetensorsHeader(
-    absl::Span<const PlannedTensor> tensors,
+    absl::Span<PlannedTensor> tensors,
     absl::Span<const std::pair<std::string, std::string>> metadata);
 
-// Makes each Tensor in turn, writes its entries' bytes to `out`, calls its
-// `written`. Errors: what `make` returns; a Tensor whose dtype or shape is
+// Makes each Tensor in turn, writes its entries' bytes to `out` at
+// `data_start` + their offsets, calls its `written`. Errors: what `make` returns; a Tensor whose dtype or shape is
 // not the planned one, or whose carriers hold no host data; what the
 // convention or pair writers refuse (a layout not blocked as stored); the
 // file's write errors; a cancel.
 absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
-                                     OutputFile& out, WriteState& state);
+                                     OutputFile& out, int64_t data_start,
+                                     WriteState& state);
 
 }  // namespace checkpoint_internal
 }  // namespace strata
