@@ -8,18 +8,25 @@
 // the file's bytes at the data section plus their offset; for small quantized
 // Tensors, every element code and scale reached through L_0, S_0 and L_1 is
 // the file's byte the array-of-structs block layout names (NOTE [ GGUF blocks
-// as strided placements ]); metadata values render.
+// as strided placements ]); metadata values render. And the writer: what was
+// read (when every tensor imported and the file is small) is written by
+// WriteGguf, read back with the same names, types, shapes and plain bytes,
+// and written again to the same bytes (NOTE [ GGUF out ]).
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/gguf.h"
+#include "checkpoint/tensor_to_write.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
@@ -113,6 +120,59 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
   }
 }
 
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+const std::string& OutputDirectory() {
+  static const std::string* dir = [] {
+    const char* base = getenv("TEST_TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr ? base : "/tmp") + "/gguf_fuzz_XXXXXX";
+    Check(mkdtemp(pattern.data()) != nullptr);
+    return new std::string(pattern);
+  }();
+  return *dir;
+}
+
+std::vector<TensorToWrite> Writes(const Gguf& gguf) {
+  std::vector<TensorToWrite> out;
+  for (const GgufTensor& t : gguf.tensors) out.push_back(ToWrite(t.name, *t.tensor));
+  return out;
+}
+
+void CheckRewrite(const Gguf& read, size_t size) {
+  if (size > (1 << 20)) return;
+  for (const GgufTensor& t : read.tensors) {
+    if (!t.tensor.ok()) return;
+  }
+  const std::string first = OutputDirectory() + "/first.gguf";
+  const std::string second = OutputDirectory() + "/second.gguf";
+  Check(WriteGguf(first, Writes(read), read.metadata).ok());
+  auto again = ReadGguf(first);
+  Check(again.ok());
+  Check(again->version == 3 && again->alignment == read.alignment);
+  Check(again->tensors.size() == read.tensors.size());
+  for (size_t i = 0; i < read.tensors.size(); ++i) {
+    const GgufTensor& a = read.tensors[i];
+    const GgufTensor& b = again->tensors[i];
+    Check(b.tensor.ok() && a.name == b.name && a.ggml_type == b.ggml_type);
+    Check(a.tensor->shape() == b.tensor->shape());
+    if (a.tensor->num_subtensors() == 1 && a.tensor->size() > 0) {
+      const auto* ma = static_cast<const uint8_t*>(a.tensor->carrier()->data());
+      const auto* mb = static_cast<const uint8_t*>(b.tensor->carrier()->data());
+      const int64_t bytes =
+          *StorageBytes(*a.tensor->dtype().AsSimple(), a.tensor->size());
+      Check(std::memcmp(ma, mb, bytes) == 0);
+    }
+  }
+  Check(WriteGguf(second, Writes(*again), again->metadata).ok());
+  Check(ReadAll(first) == ReadAll(second));
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -134,5 +194,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       CheckBlocks(*t.tensor, data, size);
     }
   }
+  CheckRewrite(*read, size);
   return 0;
 }
