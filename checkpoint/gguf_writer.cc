@@ -360,6 +360,21 @@ absl::Status WriteGguf(
   for (const Planned& p : planned) {
     TensorToWrite& source = *p.source;
     STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckCancel(control.cancel, kWho));
+    const uint64_t pad = (alignment - p.bytes % alignment) % alignment;
+    if (source.stream && p.type->scale_bytes == 0) {
+      const int64_t begin = state.progress.bytes_done;
+      STRATA_RETURN_IF_ERROR(source.stream(sink));
+      if (state.progress.bytes_done - begin != p.bytes) {
+        return absl::InternalError(absl::StrCat(
+            kWho, ": tensor ", Quoted(source.name), " streamed ",
+            state.progress.bytes_done - begin, " bytes of the ", p.bytes,
+            " planned"));
+      }
+      STRATA_RETURN_IF_ERROR(out.Write(absl::string_view(zeros.data(), pad)));
+      ++state.progress.tensors_done;
+      if (source.written) source.written();
+      continue;
+    }
     STRATA_ASSIGN_OR_RETURN(const Tensor t, source.make());
     if (&t.dtype() != source.dtype || t.shape() != source.shape) {
       return absl::InternalError(absl::StrCat(
@@ -383,7 +398,6 @@ absl::Status WriteGguf(
           BlockParts(source.name, t, *p.type, &codes, &scales));
       STRATA_RETURN_IF_ERROR(WriteBlocks(*p.type, codes, scales, sink));
     }
-    const uint64_t pad = (alignment - p.bytes % alignment) % alignment;
     STRATA_RETURN_IF_ERROR(out.Write(absl::string_view(zeros.data(), pad)));
     ++state.progress.tensors_done;
     if (source.written) source.written();

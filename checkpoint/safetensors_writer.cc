@@ -371,6 +371,19 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
     STRATA_RETURN_IF_ERROR(CheckCancel(
         state.control != nullptr ? state.control->cancel : nullptr,
         "write"));
+    if (source.stream && p.kind == PlannedTensor::Kind::kOneLevel) {
+      entry_at(p.entries[0]);
+      const int64_t begin = at;
+      STRATA_RETURN_IF_ERROR(source.stream(sink));
+      if (at - begin != p.entries[0].bytes) {
+        return absl::InternalError(absl::StrCat(
+            "WriteSafetensors: tensor ", Quoted(source.name), " streamed ",
+            at - begin, " bytes of the ", p.entries[0].bytes, " planned"));
+      }
+      ++state.progress.tensors_done;
+      if (source.written) source.written();
+      continue;
+    }
     STRATA_ASSIGN_OR_RETURN(const Tensor t, source.make());
     if (&t.dtype() != source.dtype || t.shape() != source.shape) {
       return absl::InternalError(absl::StrCat(

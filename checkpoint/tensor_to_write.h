@@ -15,7 +15,9 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
 
@@ -28,6 +30,13 @@ struct TensorToWrite {
   // Called once, when the Tensor's bytes are due; its result must have
   // `dtype` and `shape` (else the write fails with an internal error).
   std::function<absl::StatusOr<Tensor>()> make;
+  // For a one-level (plain) result, optional: its row-major bytes, in order
+  // and in pieces, handed to `sink` -- used instead of `make`, so that a
+  // producer that works in chunks (a dequantization) never holds the whole
+  // result. Must hand over exactly the planned bytes (else an internal
+  // error).
+  using Sink = std::function<absl::Status(absl::string_view)>;
+  std::function<absl::Status(const Sink& sink)> stream;
   // Called once after the Tensor's bytes are written (e.g. to give back the
   // input pages it was made from); may be empty.
   std::function<void()> written;

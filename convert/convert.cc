@@ -35,9 +35,13 @@
 #include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
 #include "nlohmann/json.hpp"
 #include "ops/dequantize.h"
 #include "ops/requantize.h"
+#include "views/shard_plan.h"
+#include "views/views.h"
 #include "re2/re2.h"
 
 namespace strata {
@@ -118,6 +122,72 @@ int64_t TensorBytes(const Tensor& t) {
     total += StorageBytes(*s.storage_dtype, s.placement.cosize()).value_or(0);
   }
   return total;
+}
+
+// NOTE [ Dequantizing in chunks ]
+// A dequantized Tensor is never made whole: its rows are dequantized a chunk
+// at a time (views along dim 0 at multiples of its shard granule, so that
+// each is an exact view) into one reused host buffer of about kChunkBytes,
+// and each chunk is written while it is still in the cache. The output
+// costs no page fault after the first chunk and no more memory than the
+// buffer; a Tensor whose chunks are not views (a 1-D one, whole-tensor
+// blocks) is dequantized whole.
+constexpr int64_t kChunkBytes = int64_t{4} << 20;
+
+class ChunkBuffer {
+ public:
+  // A Tensor of `dtype` and `shape` over the buffer (grown when needed).
+  absl::StatusOr<Tensor> View(const SimpleDType& dtype,
+                              const std::vector<int64_t>& shape) {
+    int64_t count = 1;
+    for (int64_t e : shape) count *= e;  // Fits: a chunk of a Tensor.
+    STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(dtype, count));
+    if (carrier_ == nullptr || &carrier_->dtype() != &dtype ||
+        carrier_->size_in_bytes() < bytes) {
+      carrier_.reset();
+      STRATA_ASSIGN_OR_RETURN(carrier_,
+                              HostCarrier::CreateForOverwrite(dtype, count));
+    }
+    STRATA_ASSIGN_OR_RETURN(Layout layout,
+                            Layout::RowMajor(IntTuple::Flat(shape)));
+    return Tensor::Create(carrier_, 0, std::move(layout));
+  }
+
+ private:
+  std::shared_ptr<HostCarrier> carrier_;
+};
+
+absl::Status StreamDequantized(const Tensor& t, const SimpleDType& to,
+                               ChunkBuffer& buffer,
+                               const TensorToWrite::Sink& sink) {
+  const std::vector<int64_t> shape = t.shape();
+  const auto write = [&](const Tensor& out) {
+    const int64_t bytes = out.size() * (to.bits() / 8);
+    return sink(absl::string_view(
+        static_cast<const char*>(out.carrier()->data()), bytes));
+  };
+  absl::StatusOr<int64_t> granule =
+      shape.empty() ? absl::StatusOr<int64_t>(0) : ShardGranule(t, 0);
+  if (shape.empty() || shape[0] <= 1 || !granule.ok() || *granule < 1) {
+    STRATA_ASSIGN_OR_RETURN(const Tensor whole, Dequantize(t, to));
+    return write(whole);
+  }
+  int64_t row_bytes = to.bits() / 8;
+  for (size_t j = 1; j < shape.size(); ++j) row_bytes *= shape[j];
+  const int64_t rows_per_chunk =
+      std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(row_bytes, 1) /
+                               *granule) *
+      *granule;
+  for (int64_t first = 0; first < shape[0]; first += rows_per_chunk) {
+    const int64_t last = std::min(shape[0], first + rows_per_chunk);
+    STRATA_ASSIGN_OR_RETURN(const Tensor rows, Slice(t, 0, first, last, 1));
+    std::vector<int64_t> out_shape = shape;
+    out_shape[0] = last - first;
+    STRATA_ASSIGN_OR_RETURN(const Tensor out, buffer.View(to, out_shape));
+    STRATA_RETURN_IF_ERROR(DequantizeInto(out, rows));
+    STRATA_RETURN_IF_ERROR(write(out));
+  }
+  return absl::OkStatus();
 }
 
 // One source tensor and its fate.
@@ -341,6 +411,7 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
                    });
   // Each tensor's fate and its result's dtype, judged before writing.
   std::vector<TensorToWrite> writes;
+  const auto buffer = std::make_shared<ChunkBuffer>();
   for (Item& item : items) {
     const Tensor& t = *item.source;
     const std::vector<int64_t> shape = t.shape();
@@ -378,6 +449,9 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
     } else if (plain) {
       const SimpleDType* out = to->AsSimple();
       w.make = [source, out]() { return Dequantize(source, *out); };
+      w.stream = [source, out, buffer](const TensorToWrite::Sink& sink) {
+        return StreamDequantized(source, *out, *buffer, sink);
+      };
     } else {
       QuantizeOptions q;
       if (FindBlockScaleRule(*format)->scaling().blocks.size() == 1) {
