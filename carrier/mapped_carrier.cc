@@ -35,11 +35,13 @@ void MappedRegion::DropPages(int64_t begin, int64_t length) const {
     return;
   }
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
+  const uintptr_t first =
+      reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + begin + length);
   const uintptr_t mapping_end =
       reinterpret_cast<uintptr_t>(mapping_) + mapping_bytes_;
-  const uintptr_t last = std::min(((end + page - 1) & ~(page - 1)), mapping_end);
+  const uintptr_t last =
+      std::min(((end + page - 1) & ~(page - 1)), mapping_end);
   if (last > first) {
     madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
   }

@@ -178,7 +178,8 @@ void BM_ReadCheckpointDirectory(benchmark::State& state) {
   const int64_t shards = state.range(0);
   constexpr int64_t kPerShard = 1000, kValues = 1024;
   const std::string dir = Path("directory_bench");
-  std::system(absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str());
+  std::system(
+      absl::StrCat("rm -rf '", dir, "' && mkdir -p '", dir, "'").c_str());
   std::string index = "{\"metadata\":{},\"weight_map\":{";
   for (int64_t f = 0; f < shards; ++f) {
     char name[64];
@@ -227,10 +228,10 @@ void BM_ReadCheckpointDirectory(benchmark::State& state) {
     ++imports;
     benchmark::DoNotOptimize(read);
   }
-  state.counters["s_per_tensor"] = benchmark::Counter(
-      static_cast<double>(shards * kPerShard),
-      benchmark::Counter::kIsIterationInvariantRate |
-          benchmark::Counter::kInvert);
+  state.counters["s_per_tensor"] =
+      benchmark::Counter(static_cast<double>(shards * kPerShard),
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
   state.counters["minflt"] =
       static_cast<double>(faults) / std::max<int64_t>(imports, 1);
   state.counters["data_pages"] =

@@ -107,10 +107,9 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
       shard.push_back(planned[i]);
       for (const auto& e : planned[i].entries) weight_map[e.name] = name;
     }
-    STRATA_ASSIGN_OR_RETURN(
-        const std::string header,
-        checkpoint_internal::SafetensorsHeader(absl::MakeSpan(shard),
-                                               options.metadata));
+    STRATA_ASSIGN_OR_RETURN(const std::string header,
+                            checkpoint_internal::SafetensorsHeader(
+                                absl::MakeSpan(shard), options.metadata));
     const std::string shown = absl::StrCat(dir, "/", name);
     state.progress.file = shown;
     STRATA_ASSIGN_OR_RETURN(
@@ -139,8 +138,9 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
     }
     const std::string shown = absl::StrCat(dir, "/", kIndexFile);
     STRATA_ASSIGN_OR_RETURN(
-        OutputFile out, OutputFile::Create(
-                            absl::StrCat(staging, "/", kIndexFile), kWho, shown));
+        OutputFile out,
+        OutputFile::Create(absl::StrCat(staging, "/", kIndexFile), kWho,
+                           shown));
     STRATA_RETURN_IF_ERROR(out.Write(
         index.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
         "\n"));
@@ -164,15 +164,15 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
     STRATA_RETURN_IF_ERROR(CopyFile(from, out));
     STRATA_RETURN_IF_ERROR(out.Commit());
   }
-  STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckCancel(
-      options.control.cancel, kWho));
+  STRATA_RETURN_IF_ERROR(
+      checkpoint_internal::CheckCancel(options.control.cancel, kWho));
   return written;
 }
 
 }  // namespace
 
-absl::Status CheckCheckpointDestination(const std::string& path,
-                                        bool directory, bool overwrite) {
+absl::Status CheckCheckpointDestination(const std::string& path, bool directory,
+                                        bool overwrite) {
   STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckDestination(
       path, directory, overwrite, "strata convert"));
   checkpoint_internal::RemoveLeftovers(path);
@@ -212,15 +212,15 @@ absl::StatusOr<WrittenCheckpoint> WriteCheckpoint(
     planned.push_back(std::move(p));
   }
   // Every entry name once, across the shards too.
-  STRATA_RETURN_IF_ERROR(
-      checkpoint_internal::SafetensorsHeader(absl::MakeSpan(planned),
-                                             options.metadata)
-          .status());
+  STRATA_RETURN_IF_ERROR(checkpoint_internal::SafetensorsHeader(
+                             absl::MakeSpan(planned), options.metadata)
+                             .status());
   STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckDestination(
       dir, /*directory=*/true, options.overwrite, kWho));
   checkpoint_internal::RemoveLeftovers(dir);
-  STRATA_ASSIGN_OR_RETURN(const std::string staging,
-                          checkpoint_internal::CreateStagingDirectory(dir, kWho));
+  STRATA_ASSIGN_OR_RETURN(
+      const std::string staging,
+      checkpoint_internal::CreateStagingDirectory(dir, kWho));
   absl::StatusOr<WrittenCheckpoint> written =
       WriteInto(dir, staging, planned, options);
   if (written.ok()) {

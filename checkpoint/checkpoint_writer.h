@@ -56,8 +56,8 @@ struct WrittenCheckpoint {
 // the same kind; ValueError naming it otherwise ("exists; --overwrite
 // replaces it"). Removes what killed writers of `path` left beside it (NOTE
 // [ Files complete or absent ]).
-absl::Status CheckCheckpointDestination(const std::string& path,
-                                        bool directory, bool overwrite);
+absl::Status CheckCheckpointDestination(const std::string& path, bool directory,
+                                        bool overwrite);
 
 // Whether WriteCheckpoint (WriteSafetensors) can write a Tensor of `dtype`
 // and `shape` named `name`: OK, or the ValueError it would refuse it with.

@@ -77,8 +77,8 @@ Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   float* data = static_cast<float*>((*carrier)->mutable_data());
   for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t = Tensor::Create(*carrier, 0,
-                          *Layout::RowMajor(IntTuple::Flat(shape)));
+  auto t =
+      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
   EXPECT_TRUE(t.ok());
   return *t;
 }
@@ -111,8 +111,8 @@ TEST(WriteCheckpointTest, EverythingThatFitsIsOneModelSafetensors) {
                                    *dtypes::FP8E4M3Block128x128UE8M0(),
                                    kBlocksOfTheFormat);
   ASSERT_TRUE(block.ok()) << FormatError(block.status());
-  auto nvfp4 = QuantizeBlockScaled(RandomFloats({32, 64}, 3),
-                                   *dtypes::NVFP4TS(), 1);
+  auto nvfp4 =
+      QuantizeBlockScaled(RandomFloats({32, 64}, 3), *dtypes::NVFP4TS(), 1);
   ASSERT_TRUE(nvfp4.ok()) << FormatError(nvfp4.status());
   std::vector<TensorToWrite> writes;
   writes.push_back(ToWrite("model.norm.weight", norm));
@@ -127,15 +127,15 @@ TEST(WriteCheckpointTest, EverythingThatFitsIsOneModelSafetensors) {
   ASSERT_TRUE(st.ok()) << FormatError(st.status());
   std::vector<std::string> names;
   for (const auto& t : st->tensors) names.push_back(t.name);
-  EXPECT_THAT(names, ElementsAre("model.norm.weight", "layers.0.proj.weight",
-                                 "layers.0.proj.weight_scale_inv",
-                                 "layers.0.up.weight", "layers.0.up.weight_scale",
-                                 "layers.0.up.weight_scale_2"));
+  EXPECT_THAT(
+      names,
+      ElementsAre("model.norm.weight", "layers.0.proj.weight",
+                  "layers.0.proj.weight_scale_inv", "layers.0.up.weight",
+                  "layers.0.up.weight_scale", "layers.0.up.weight_scale_2"));
   EXPECT_EQ(&st->tensors[2].tensor->dtype(), dtypes::UInt8());
   EXPECT_EQ(st->tensors[2].tensor->shape(), (std::vector<int64_t>{2, 3}));
-  EXPECT_THAT(st->metadata,
-              ElementsAre(std::make_pair(std::string("format"),
-                                         std::string("pt"))));
+  EXPECT_THAT(st->metadata, ElementsAre(std::make_pair(std::string("format"),
+                                                       std::string("pt"))));
   EXPECT_EQ(written->total_size, 64 * 4 + 200 * 300 + 6 + 32 * 32 + 32 * 4 + 4);
   auto read = ReadCheckpoint(dir);
   ASSERT_TRUE(read.ok()) << FormatError(read.status());
@@ -169,11 +169,10 @@ TEST(WriteCheckpointTest, ShardsAreGreedyInOrderWithAnIndex) {
   options.index_metadata = {{"format", "\"pt\""}};
   auto written = WriteCheckpoint(dir, std::move(writes), options);
   ASSERT_TRUE(written.ok()) << FormatError(written.status());
-  EXPECT_THAT(written->files,
-              ElementsAre("model-00001-of-00003.safetensors",
-                          "model-00002-of-00003.safetensors",
-                          "model-00003-of-00003.safetensors",
-                          "model.safetensors.index.json"));
+  EXPECT_THAT(written->files, ElementsAre("model-00001-of-00003.safetensors",
+                                          "model-00002-of-00003.safetensors",
+                                          "model-00003-of-00003.safetensors",
+                                          "model.safetensors.index.json"));
   EXPECT_EQ(written->total_size, 2400);
   EXPECT_EQ(ReadFile(absl::StrCat(dir, "/model.safetensors.index.json")),
             R"({
@@ -204,9 +203,9 @@ TEST(WriteCheckpointTest, AConventionsMembersShareOneShard) {
   std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
   std::vector<TensorToWrite> writes;
   for (int i = 0; i < 3; ++i) {
-    auto q = QuantizeBlockScaled(RandomFloats({130, 256}, 10 + i),
-                                 *dtypes::FP8E4M3Block128x128(),
-                                 kBlocksOfTheFormat);
+    auto q =
+        QuantizeBlockScaled(RandomFloats({130, 256}, 10 + i),
+                            *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
     ASSERT_TRUE(q.ok());
     writes.push_back(ToWrite(absl::StrCat("l", i, ".weight"), *q));
   }
@@ -296,7 +295,8 @@ TEST(WriteCheckpointTest, FailuresLeaveNothingBehind) {
   WriteCheckpointOptions sharded;
   sharded.max_shard_size = 16;
   auto failed = WriteCheckpoint(dir, writes, sharded);
-  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("cannot make b"));
+  EXPECT_THAT(std::string(failed.status().message()),
+              HasSubstr("cannot make b"));
   nothing_left();
 
   std::atomic<bool> cancel{true};
@@ -332,8 +332,8 @@ TEST(WriteCheckpointTest, OtherFilesAndArguments) {
   options.files = {{"config.json", "{}\n"}};
   options.copied_files = {{"tokenizer.json", source}};
   ASSERT_TRUE(WriteCheckpoint(dir, writes, options).ok());
-  EXPECT_THAT(List(dir),
-              ElementsAre("config.json", "model.safetensors", "tokenizer.json"));
+  EXPECT_THAT(List(dir), ElementsAre("config.json", "model.safetensors",
+                                     "tokenizer.json"));
   EXPECT_EQ(ReadFile(absl::StrCat(dir, "/tokenizer.json")), "{\"vocab\": 3}");
   for (const std::string& bad :
        {std::string("../x"), std::string("model.safetensors"),

@@ -103,7 +103,8 @@ absl::Status PutValue(std::string* out, const GgufValue& v,
       return ValueErrorCat(kWho, ": metadata ", Quoted(key), ": type ",
                            static_cast<uint32_t>(v.type), " is no GGUF type");
     }
-    for (int k = 0; k < n; ++k) out->push_back(static_cast<char>(v.bits >> (8 * k)));
+    for (int k = 0; k < n; ++k)
+      out->push_back(static_cast<char>(v.bits >> (8 * k)));
     return absl::OkStatus();
   }
   if (v.type == GgufType::kString) {
@@ -128,9 +129,9 @@ absl::Status PutValue(std::string* out, const GgufValue& v,
   }
   for (const GgufValue& item : v.items) {
     if (item.type != v.element_type) {
-      return ValueErrorCat(kWho, ": metadata ", Quoted(key),
-                           ": an array of ", GgufTypeName(v.element_type),
-                           " holds a ", GgufTypeName(item.type));
+      return ValueErrorCat(kWho, ": metadata ", Quoted(key), ": an array of ",
+                           GgufTypeName(v.element_type), " holds a ",
+                           GgufTypeName(item.type));
     }
     STRATA_RETURN_IF_ERROR(PutValue(out, item, key));
   }
@@ -148,34 +149,35 @@ absl::StatusOr<Planned> Plan(TensorToWrite& t) {
   const GgmlOut* type = t.dtype != nullptr ? FindOut(*t.dtype) : nullptr;
   if (type == nullptr) {
     return TensorError(
-        t.name, absl::StrCat("dtype ", t.dtype != nullptr ? t.dtype->name()
-                                                          : std::string("?"),
-                             " has no GGUF type (GGUF holds float32, "
-                             "float16, bfloat16, float64, int8..int64, "
-                             "q8_0, q4_0, mxfp4)"));
+        t.name,
+        absl::StrCat("dtype ",
+                     t.dtype != nullptr ? t.dtype->name() : std::string("?"),
+                     " has no GGUF type (GGUF holds float32, "
+                     "float16, bfloat16, float64, int8..int64, "
+                     "q8_0, q4_0, mxfp4)"));
   }
   const int64_t rank = static_cast<int64_t>(t.shape.size());
   if (rank > kMaxDims) {
-    return TensorError(t.name, absl::StrCat("rank ", rank, " (shape ",
-                                            ShapeText(t.shape),
-                                            "); GGUF tensors have at most ",
-                                            kMaxDims, " dims"));
+    return TensorError(
+        t.name,
+        absl::StrCat("rank ", rank, " (shape ", ShapeText(t.shape),
+                     "); GGUF tensors have at most ", kMaxDims, " dims"));
   }
   int64_t values = 1;
   for (int64_t e : t.shape) {
     if (e < 0 || !CheckedMul(values, e, &values)) {
-      return TensorError(t.name, absl::StrCat("shape ", ShapeText(t.shape),
-                                              " has no size"));
+      return TensorError(
+          t.name, absl::StrCat("shape ", ShapeText(t.shape), " has no size"));
     }
   }
   Planned p{&t, type};
   if (type->scale_bytes > 0) {
     if (rank == 0 || t.shape.back() % kBlock != 0) {
       return TensorError(
-          t.name, absl::StrCat(t.dtype->name(), " of shape ",
-                               ShapeText(t.shape),
-                               ": ggml blocks 32 values of the last dim, "
-                               "which must be a multiple of 32"));
+          t.name,
+          absl::StrCat(t.dtype->name(), " of shape ", ShapeText(t.shape),
+                       ": ggml blocks 32 values of the last dim, "
+                       "which must be a multiple of 32"));
     }
     p.bytes = values / kBlock * type->block_bytes;
   } else if (!CheckedMul(values, type->block_bytes, &p.bytes)) {
@@ -239,13 +241,13 @@ absl::Status BlockParts(const std::string& name, const Tensor& t,
                       scale_bytes);
         } else if (is != block_scale) {
           status = TensorError(
-              name, absl::StrCat(t.dtype().name(), " of shape ",
-                                 ShapeText(shape),
-                                 " is not blocked by 32 along its last dim "
-                                 "(values ",
-                                 r - r % kBlock, " and ", r,
-                                 " in row-major order have different "
-                                 "scales), as ggml's blocks are"));
+              name,
+              absl::StrCat(t.dtype().name(), " of shape ", ShapeText(shape),
+                           " is not blocked by 32 along its last dim "
+                           "(values ",
+                           r - r % kBlock, " and ", r,
+                           " in row-major order have different "
+                           "scales), as ggml's blocks are"));
         }
       });
   return status;
@@ -255,8 +257,7 @@ absl::Status BlockParts(const std::string& name, const Tensor& t,
 absl::Status WriteBlocks(
     const GgmlOut& type, const std::string& codes, const std::string& scales,
     const std::function<absl::Status(absl::string_view)>& sink) {
-  const int64_t blocks =
-      static_cast<int64_t>(scales.size()) / type.scale_bytes;
+  const int64_t blocks = static_cast<int64_t>(scales.size()) / type.scale_bytes;
   const int64_t per_chunk = (int64_t{4} << 20) / type.block_bytes;
   std::string chunk;
   const auto* c = reinterpret_cast<const uint8_t*>(codes.data());
@@ -311,14 +312,15 @@ absl::Status WriteGguf(
   PutU64(&header, metadata.size());
   for (const auto& [key, value] : metadata) {
     if (!keys.insert(key).second) {
-      return ValueErrorCat(kWho, ": metadata ", Quoted(key),
-                           " is given twice");
+      return ValueErrorCat(kWho, ": metadata ", Quoted(key), " is given twice");
     }
     if (key == "general.alignment") {
       if (value.type != GgufType::kUInt32 || !IsPowerOfTwo(value.bits)) {
-        return ValueErrorCat(kWho, ": general.alignment must be a UINT32 "
-                             "power of two; it is ", value.ToString(), " (",
-                             GgufTypeName(value.type), ")");
+        return ValueErrorCat(kWho,
+                             ": general.alignment must be a UINT32 "
+                             "power of two; it is ",
+                             value.ToString(), " (", GgufTypeName(value.type),
+                             ")");
       }
       alignment = value.bits;
     }
@@ -359,16 +361,17 @@ absl::Status WriteGguf(
   const std::string zeros(alignment, '\0');
   for (const Planned& p : planned) {
     TensorToWrite& source = *p.source;
-    STRATA_RETURN_IF_ERROR(checkpoint_internal::CheckCancel(control.cancel, kWho));
+    STRATA_RETURN_IF_ERROR(
+        checkpoint_internal::CheckCancel(control.cancel, kWho));
     const uint64_t pad = (alignment - p.bytes % alignment) % alignment;
     if (source.stream && p.type->scale_bytes == 0) {
       const int64_t begin = state.progress.bytes_done;
       STRATA_RETURN_IF_ERROR(source.stream(sink));
       if (state.progress.bytes_done - begin != p.bytes) {
-        return absl::InternalError(absl::StrCat(
-            kWho, ": tensor ", Quoted(source.name), " streamed ",
-            state.progress.bytes_done - begin, " bytes of the ", p.bytes,
-            " planned"));
+        return absl::InternalError(
+            absl::StrCat(kWho, ": tensor ", Quoted(source.name), " streamed ",
+                         state.progress.bytes_done - begin, " bytes of the ",
+                         p.bytes, " planned"));
       }
       STRATA_RETURN_IF_ERROR(out.Write(absl::string_view(zeros.data(), pad)));
       ++state.progress.tensors_done;
@@ -379,19 +382,20 @@ absl::Status WriteGguf(
     if (&t.dtype() != source.dtype || t.shape() != source.shape) {
       return absl::InternalError(absl::StrCat(
           kWho, ": tensor ", Quoted(source.name), " was planned as ",
-          source.dtype->name(), " ", ShapeText(source.shape),
-          " but made as ", t.dtype().name(), " ", ShapeText(t.shape())));
+          source.dtype->name(), " ", ShapeText(source.shape), " but made as ",
+          t.dtype().name(), " ", ShapeText(t.shape())));
     }
     const Representation& rep = TensorAccess::representation(t);
     for (const Subtensor& s : rep.subtensors()) {
       if (s.carrier->data() == nullptr && s.placement.size() > 0) {
-        return TensorError(source.name, absl::StrCat("the ",
-                                                     s.carrier->Describe(),
-                                                     " holds no host data"));
+        return TensorError(
+            source.name,
+            absl::StrCat("the ", s.carrier->Describe(), " holds no host data"));
       }
     }
     if (p.type->scale_bytes == 0) {
-      STRATA_RETURN_IF_ERROR(checkpoint_internal::WriteOneLevelRowMajor(t, sink));
+      STRATA_RETURN_IF_ERROR(
+          checkpoint_internal::WriteOneLevelRowMajor(t, sink));
     } else {
       std::string codes, scales;
       STRATA_RETURN_IF_ERROR(

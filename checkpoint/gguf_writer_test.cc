@@ -47,8 +47,8 @@ Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
   std::normal_distribution<float> normal(0.0f, 2.0f);
   float* data = static_cast<float*>((*carrier)->mutable_data());
   for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t = Tensor::Create(*carrier, 0,
-                          *Layout::RowMajor(IntTuple::Flat(shape)));
+  auto t =
+      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
   EXPECT_TRUE(t.ok());
   return *t;
 }
@@ -118,22 +118,23 @@ TEST(WriteGgufTest, BlockTypesReadBackWithTheirValuesFromAnyLayout) {
 TEST(WriteGgufTest, WhatGgufCannotHoldIsRefusedBeforeTheFileIsCreated) {
   const std::string path = TempPath("refused.gguf");
   std::remove(path.c_str());
-  const auto expect_refused = [&](std::vector<TensorToWrite> writes,
-                                  std::vector<std::pair<std::string,
-                                                        GgufValue>> metadata,
-                                  const std::string& message) {
-    const absl::Status status = WriteGguf(path, std::move(writes), metadata);
-    EXPECT_TRUE(IsValueError(status)) << status;
-    EXPECT_THAT(std::string(status.message()), HasSubstr(message));
-    EXPECT_FALSE(std::ifstream(path).good());
-  };
+  const auto expect_refused =
+      [&](std::vector<TensorToWrite> writes,
+          std::vector<std::pair<std::string, GgufValue>> metadata,
+          const std::string& message) {
+        const absl::Status status =
+            WriteGguf(path, std::move(writes), metadata);
+        EXPECT_TRUE(IsValueError(status)) << status;
+        EXPECT_THAT(std::string(status.message()), HasSubstr(message));
+        EXPECT_FALSE(std::ifstream(path).good());
+      };
   const Tensor x = RandomFloats({2, 3, 1, 1, 32}, 1);
   std::vector<TensorToWrite> w;
   w.push_back(ToWrite("five", x));
   expect_refused(std::move(w), {}, "GGUF tensors have at most 4 dims");
-  auto fp8 = QuantizeBlockScaled(RandomFloats({4, 128}, 2),
-                                 *dtypes::FP8E4M3Block128x128(),
-                                 kBlocksOfTheFormat);
+  auto fp8 =
+      QuantizeBlockScaled(RandomFloats({4, 128}, 2),
+                          *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   ASSERT_TRUE(fp8.ok());
   w.clear();
   w.push_back(ToWrite("fp8", *fp8));

@@ -26,8 +26,8 @@
 #include "checkpoint/internal/atomic_files.h"
 #include "checkpoint/internal/conventions.h"
 #include "checkpoint/internal/file_writing.h"
-#include "checkpoint/internal/safetensors_file.h"
 #include "checkpoint/internal/names.h"
+#include "checkpoint/internal/safetensors_file.h"
 #include "checkpoint/safetensors.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -185,18 +185,17 @@ absl::Status WriteSafetensorsTo(
     STRATA_ASSIGN_OR_RETURN(PlannedTensor p, PlanSafetensorsTensor(t));
     planned.push_back(std::move(p));
   }
-  STRATA_ASSIGN_OR_RETURN(
-      const std::string header,
-      SafetensorsHeader(absl::MakeSpan(planned), metadata));
+  STRATA_ASSIGN_OR_RETURN(const std::string header,
+                          SafetensorsHeader(absl::MakeSpan(planned), metadata));
   // Written to a temporary file beside `path`, renamed over it at the end.
   STRATA_ASSIGN_OR_RETURN(OutputFile out,
                           OutputFile::Create(path, "WriteSafetensors"));
   STRATA_RETURN_IF_ERROR(out.Write(header));
   WriteControl control;
   WriteState state{&control, {}};
-  STRATA_RETURN_IF_ERROR(WriteSafetensorsTensors(
-      absl::MakeSpan(planned), out, static_cast<int64_t>(header.size()),
-      state));
+  STRATA_RETURN_IF_ERROR(
+      WriteSafetensorsTensors(absl::MakeSpan(planned), out,
+                              static_cast<int64_t>(header.size()), state));
   return out.Commit();
 }
 
@@ -212,8 +211,8 @@ absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
   int64_t values = 1;
   for (int64_t e : shape) {
     if (e < 0 || !CheckedMul(values, e, &values)) {
-      return WriteError(name, absl::StrCat("shape ", ShapeText(shape),
-                                           " has no size"));
+      return WriteError(
+          name, absl::StrCat("shape ", ShapeText(shape), " has no size"));
     }
   }
   if (const SimpleDType* simple = dtype.AsSimple()) {
@@ -222,8 +221,7 @@ absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
       return WriteError(name, absl::StrCat("dtype ", dtype.name(),
                                            " has no safetensors dtype"));
     }
-    STRATA_ASSIGN_OR_RETURN(const int64_t bytes,
-                            StorageBytes(*simple, values));
+    STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(*simple, values));
     p.entries.push_back(
         {name, std::string(ToSafetensorsName(*simple)), shape, bytes});
     return p;
@@ -232,9 +230,8 @@ absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
     if (!specs->ok()) return specs->status();
     p.kind = PlannedTensor::Kind::kConvention;
     for (auto& m : **specs) {
-      p.entries.push_back(
-          {std::move(m.name), std::string(m.dtype), std::move(m.shape),
-           m.bytes});
+      p.entries.push_back({std::move(m.name), std::string(m.dtype),
+                           std::move(m.shape), m.bytes});
     }
     return p;
   }
@@ -242,12 +239,12 @@ absl::StatusOr<PlannedTensor> PlanSafetensorsTensor(TensorToWrite& tensor) {
     const CompoundDType* compound = dtype.AsCompound();
     const size_t levels =
         compound != nullptr ? compound->simple_types().size() : 0;
-    return WriteError(name, absl::StrCat("a ", levels, "-level Tensor of ",
-                                         dtype.name(),
-                                         " has no safetensors form (mxfp4 "
-                                         "writes as a .blocks/.scales pair, "
-                                         "the formats of a checkpoint "
-                                         "convention as its members)"));
+    return WriteError(
+        name, absl::StrCat("a ", levels, "-level Tensor of ", dtype.name(),
+                           " has no safetensors form (mxfp4 "
+                           "writes as a .blocks/.scales pair, "
+                           "the formats of a checkpoint "
+                           "convention as its members)"));
   }
   if (shape.empty() || shape.back() % 32 != 0) {
     return WriteError(
@@ -369,8 +366,7 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
   for (PlannedTensor& p : tensors) {
     TensorToWrite& source = *p.source;
     STRATA_RETURN_IF_ERROR(CheckCancel(
-        state.control != nullptr ? state.control->cancel : nullptr,
-        "write"));
+        state.control != nullptr ? state.control->cancel : nullptr, "write"));
     if (source.stream && p.kind == PlannedTensor::Kind::kOneLevel) {
       entry_at(p.entries[0]);
       const int64_t begin = at;
@@ -400,8 +396,7 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
       case PlannedTensor::Kind::kPair: {
         std::string blocks, scales;
         STRATA_RETURN_IF_ERROR(PairBytes(source.name, t, p.entries[0].bytes,
-                                         p.entries[1].bytes, &blocks,
-                                         &scales));
+                                         p.entries[1].bytes, &blocks, &scales));
         entry_at(p.entries[0]);
         STRATA_RETURN_IF_ERROR(sink(blocks));
         entry_at(p.entries[1]);
@@ -416,8 +411,8 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
           if (i >= p.entries.size() ||
               static_cast<int64_t>(m.bytes.size()) != p.entries[i].bytes) {
             return absl::InternalError(absl::StrCat(
-                "WriteSafetensors: tensor ", Quoted(source.name),
-                ": member ", Quoted(m.name), " differs from its plan"));
+                "WriteSafetensors: tensor ", Quoted(source.name), ": member ",
+                Quoted(m.name), " differs from its plan"));
           }
           entry_at(p.entries[i]);
           STRATA_RETURN_IF_ERROR(sink(m.bytes));

@@ -40,9 +40,9 @@
 #include "nlohmann/json.hpp"
 #include "ops/dequantize.h"
 #include "ops/requantize.h"
+#include "re2/re2.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
-#include "re2/re2.h"
 
 namespace strata {
 namespace {
@@ -60,8 +60,9 @@ std::string Resolved(const std::string& path) {
     return out;
   }
   const size_t slash = path.find_last_of('/');
-  const std::string parent =
-      slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+  const std::string parent = slash == std::string::npos
+                                 ? "."
+                                 : (slash == 0 ? "/" : path.substr(0, slash));
   const std::string name =
       slash == std::string::npos ? path : path.substr(slash + 1);
   if (char* real = realpath(parent.c_str(), nullptr)) {
@@ -110,8 +111,8 @@ void DropInputPages(const Tensor& t) {
       continue;
     }
     const MappedRegion& region = *mapped->region();
-    const int64_t begin = static_cast<const uint8_t*>(mapped->data()) -
-                          region.data();
+    const int64_t begin =
+        static_cast<const uint8_t*>(mapped->data()) - region.data();
     region.DropPages(begin, mapped->size_in_bytes());
   }
 }
@@ -175,8 +176,8 @@ absl::Status StreamDequantized(const Tensor& t, const SimpleDType& to,
   int64_t row_bytes = to.bits() / 8;
   for (size_t j = 1; j < shape.size(); ++j) row_bytes *= shape[j];
   const int64_t rows_per_chunk =
-      std::max<int64_t>(1, kChunkBytes / std::max<int64_t>(row_bytes, 1) /
-                               *granule) *
+      std::max<int64_t>(
+          1, kChunkBytes / std::max<int64_t>(row_bytes, 1) / *granule) *
       *granule;
   for (int64_t first = 0; first < shape[0]; first += rows_per_chunk) {
     const int64_t last = std::min(shape[0], first + rows_per_chunk);
@@ -320,9 +321,9 @@ absl::StatusOr<int64_t> ParseShardSize(const std::string& text) {
   return refuse();
 }
 
-absl::StatusOr<ConvertReport> ConvertCheckpoint(
-    const std::string& src, const std::string& dst,
-    const ConvertOptions& options) {
+absl::StatusOr<ConvertReport> ConvertCheckpoint(const std::string& src,
+                                                const std::string& dst,
+                                                const ConvertOptions& options) {
   // The target.
   const DType* to = nullptr;
   if (auto named = DTypeRegistry::Global().Lookup(options.to); named.ok()) {
@@ -333,21 +334,25 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
   if (to == nullptr ||
       (plain && !(to == dtypes::Float32() || to == dtypes::Float16() ||
                   to == dtypes::BFloat16())) ||
-      (!plain && (format == nullptr || FindBlockScaleRule(*format) == nullptr))) {
+      (!plain &&
+       (format == nullptr || FindBlockScaleRule(*format) == nullptr))) {
     return ValueErrorCat(kWho, ": --to ", Quote(options.to),
                          " is neither bfloat16, float16, float32 nor a "
                          "block-scaled format");
   }
   if (options.scale_layout.has_value()) {
     if (plain) {
-      return ValueErrorCat(kWho, ": --scale-layout is for a block-scaled "
-                           "--to; ", options.to, " has no scales");
+      return ValueErrorCat(kWho,
+                           ": --scale-layout is for a block-scaled "
+                           "--to; ",
+                           options.to, " has no scales");
     }
     if (*options.scale_layout != ScaleLayout::kRowMajor) {
       return ValueErrorCat(
           kWho, ": --scale-layout ", ScaleLayoutName(*options.scale_layout),
           ": safetensors conventions and GGUF blocks store scales row-major "
-          "only; a ", ScaleLayoutName(*options.scale_layout),
+          "only; a ",
+          ScaleLayoutName(*options.scale_layout),
           " layout is made when a checkpoint is read (strata quantize, "
           "Relayout)");
     }
@@ -359,8 +364,10 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
   for (const RE2* re : {&only, &skip}) {
     if (!re->ok()) {
       return ValueErrorCat(kWho, ": --", re == &only ? "only" : "skip", " ",
-                           Quote(re->pattern()), " is not a regular "
-                           "expression: ", re->error());
+                           Quote(re->pattern()),
+                           " is not a regular "
+                           "expression: ",
+                           re->error());
     }
   }
   if (options.max_shard_size < 1) {
@@ -404,11 +411,10 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
       first_file = item.file;
     }
   }
-  std::stable_sort(items.begin(), items.end(),
-                   [](const Item& a, const Item& b) {
-                     return std::tie(a.file, a.first_byte) <
-                            std::tie(b.file, b.first_byte);
-                   });
+  std::stable_sort(
+      items.begin(), items.end(), [](const Item& a, const Item& b) {
+        return std::tie(a.file, a.first_byte) < std::tie(b.file, b.first_byte);
+      });
   // Each tensor's fate and its result's dtype, judged before writing.
   std::vector<TensorToWrite> writes;
   const auto buffer = std::make_shared<ChunkBuffer>();
@@ -458,9 +464,7 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
         q.blocked_dim = static_cast<int64_t>(shape.size()) - 1;
       }
       q.scale_layout = options.scale_layout.value_or(ScaleLayout::kRowMajor);
-      w.make = [source, format, q]() {
-        return Requantize(source, *format, q);
-      };
+      w.make = [source, format, q]() { return Requantize(source, *format, q); };
     }
     w.written = [source]() { DropInputPages(source); };
     writes.push_back(std::move(w));
@@ -473,9 +477,9 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(
     if (checkpoint.format == "gguf") {
       // The metadata of the (first) file; a split set's split.* keys dropped.
       const std::string first =
-          first_file.empty() ? src
-                             : absl::StrCat(SourceDirectory(src), "/",
-                                            first_file);
+          first_file.empty()
+              ? src
+              : absl::StrCat(SourceDirectory(src), "/", first_file);
       if (absl::StatusOr<Gguf> header = ReadGguf(first); header.ok()) {
         for (auto& [key, value] : header->metadata) {
           if (!absl::StartsWith(key, "split.")) {

@@ -71,10 +71,10 @@ struct ConvertReport {
   std::vector<std::string> converted;  // Dequantized, quantized, relaid out.
   std::vector<std::string> copied;
   std::vector<std::pair<std::string, absl::Status>> refused;
-  std::vector<std::string> files;  // Written: safetensors, index, GGUF.
+  std::vector<std::string> files;        // Written: safetensors, index, GGUF.
   std::vector<std::string> other_files;  // Copied from the source directory.
-  int64_t input_bytes = 0;   // Of the tensors read.
-  int64_t output_bytes = 0;  // Of the tensors written.
+  int64_t input_bytes = 0;               // Of the tensors read.
+  int64_t output_bytes = 0;              // Of the tensors written.
 };
 
 // Converts `src` into `dst` (NOTE [ Converting a checkpoint ]). Errors, with

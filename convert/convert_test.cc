@@ -56,8 +56,8 @@ Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   float* data = static_cast<float*>((*carrier)->mutable_data());
   for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t = Tensor::Create(*carrier, 0,
-                          *Layout::RowMajor(IntTuple::Flat(shape)));
+  auto t =
+      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
   EXPECT_TRUE(t.ok());
   return *t;
 }
@@ -87,12 +87,12 @@ Source MakeSource(const std::string& name) {
   Source s{TempPath(name), RandomFloats({1}, 0), RandomFloats({1}, 0),
            RandomFloats({1}, 0)};
   Remove(s.dir);
-  s.proj = *QuantizeBlockScaled(RandomFloats({200, 300}, 1),
-                                *dtypes::FP8E4M3Block128x128(),
-                                kBlocksOfTheFormat);
-  s.up = *QuantizeBlockScaled(RandomFloats({64, 96}, 2),
-                              *dtypes::FP8E4M3Block128x128(),
-                              kBlocksOfTheFormat);
+  s.proj =
+      *QuantizeBlockScaled(RandomFloats({200, 300}, 1),
+                           *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
+  s.up =
+      *QuantizeBlockScaled(RandomFloats({64, 96}, 2),
+                           *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   s.norm = *Dequantize(RandomFloats({96}, 3), *dtypes::BFloat16());
   std::vector<TensorToWrite> writes;
   writes.push_back(ToWrite("model.layers.0.proj.weight", s.proj));
@@ -100,10 +100,11 @@ Source MakeSource(const std::string& name) {
   writes.push_back(ToWrite("model.layers.0.up.weight", s.up));
   WriteCheckpointOptions options;
   options.max_shard_size = 64'000;
-  options.files = {{"config.json",
-                    "{\"model_type\": \"deepseek_v3\", \"quantization_config\": "
-                    "{\"quant_method\": \"fp8\"}, \"hidden_size\": 96}"},
-                   {"tokenizer.json", "{}"}};
+  options.files = {
+      {"config.json",
+       "{\"model_type\": \"deepseek_v3\", \"quantization_config\": "
+       "{\"quant_method\": \"fp8\"}, \"hidden_size\": 96}"},
+      {"tokenizer.json", "{}"}};
   auto written = WriteCheckpoint(s.dir, std::move(writes), options);
   EXPECT_TRUE(written.ok()) << FormatError(written.status());
   return s;
@@ -120,12 +121,12 @@ TEST(ConvertCheckpointTest, DirectoryToBFloat16) {
   options.to = "bfloat16";
   auto report = ConvertCheckpoint(s.dir, dst, options);
   ASSERT_TRUE(report.ok()) << FormatError(report.status());
-  EXPECT_THAT(report->converted,
-              ElementsAre("model.layers.0.proj.weight",
-                          "model.layers.0.up.weight"));
+  EXPECT_THAT(report->converted, ElementsAre("model.layers.0.proj.weight",
+                                             "model.layers.0.up.weight"));
   EXPECT_THAT(report->copied, ElementsAre("model.layers.0.norm.weight"));
   EXPECT_TRUE(report->refused.empty());
-  EXPECT_THAT(report->other_files, ElementsAre("config.json", "tokenizer.json"));
+  EXPECT_THAT(report->other_files,
+              ElementsAre("config.json", "tokenizer.json"));
   EXPECT_EQ(report->output_bytes, (200 * 300 + 64 * 96 + 96) * 2);
   auto read = ReadCheckpoint(dst);
   ASSERT_TRUE(read.ok()) << FormatError(read.status());
@@ -140,8 +141,9 @@ TEST(ConvertCheckpointTest, DirectoryToBFloat16) {
   EXPECT_EQ(ValuesAs(*Find(*read, "model.layers.0.norm.weight")->tensor,
                      *dtypes::BFloat16()),
             ValuesAs(s.norm, *dtypes::BFloat16()));
-  EXPECT_EQ(ReadFile(absl::StrCat(dst, "/config.json")),
-            "{\n  \"model_type\": \"deepseek_v3\",\n  \"hidden_size\": 96\n}\n");
+  EXPECT_EQ(
+      ReadFile(absl::StrCat(dst, "/config.json")),
+      "{\n  \"model_type\": \"deepseek_v3\",\n  \"hidden_size\": 96\n}\n");
   EXPECT_EQ(ReadFile(absl::StrCat(dst, "/tokenizer.json")), "{}");
   // The source is untouched, and the destination is not written twice.
   auto again = ConvertCheckpoint(s.dir, dst, options);
@@ -279,9 +281,9 @@ TEST(ParseShardSizeTest, BytesAndUnitsAsHuggingFaceHub) {
   EXPECT_EQ(*ParseShardSize("2KiB"), 2048);
   EXPECT_EQ(*ParseShardSize("1.5GiB"), int64_t{3} << 29);
   EXPECT_EQ(*ParseShardSize("1TB"), 1'000'000'000'000);
-  for (const char* bad : {"", "GB", "5 gb", "-1", "0", "1.", ".5GB", "5XB",
-                          "0.0001KB", "99999999999999999999",
-                          "9999999999TiB"}) {
+  for (const char* bad :
+       {"", "GB", "5 gb", "-1", "0", "1.", ".5GB", "5XB", "0.0001KB",
+        "99999999999999999999", "9999999999TiB"}) {
     EXPECT_TRUE(IsValueError(ParseShardSize(bad).status())) << bad;
   }
 }

@@ -87,9 +87,9 @@ void BindCheckpoints(py::module_& module) {
         options.overwrite = overwrite;
         const std::string from = ToPath(src, "convert: src");
         const std::string into = ToPath(dst, "convert: dst");
-        ConvertReport report = ValueOrRaise(Interruptible(
-            options.control,
-            [&] { return ConvertCheckpoint(from, into, options); }));
+        ConvertReport report = ValueOrRaise(Interruptible(options.control, [&] {
+          return ConvertCheckpoint(from, into, options);
+        }));
         py::dict refused;
         for (const auto& [name, status] : report.refused) {
           refused[Utf8(name)] = ExceptionObject(status);

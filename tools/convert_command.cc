@@ -72,8 +72,7 @@ class Bar {
     const auto now = std::chrono::steady_clock::now();
     if (!last && now - drawn_ < std::chrono::milliseconds(100)) return;
     drawn_ = now;
-    const double seconds =
-        std::chrono::duration<double>(now - start_).count();
+    const double seconds = std::chrono::duration<double>(now - start_).count();
     const double rate = seconds > 0 ? p.bytes_done / seconds : 0;
     const double fraction =
         p.bytes_total > 0 ? static_cast<double>(p.bytes_done) / p.bytes_total
@@ -82,8 +81,7 @@ class Bar {
     const int filled = static_cast<int>(fraction * kWidth);
     std::string bar(filled, '#');
     bar.append(kWidth - filled, '-');
-    const double left =
-        rate > 0 ? (p.bytes_total - p.bytes_done) / rate : 0.0;
+    const double left = rate > 0 ? (p.bytes_total - p.bytes_done) / rate : 0.0;
     std::cerr << absl::StrFormat(
         "\r[%s] %d/%d tensors  %s/%s  %.0f MB/s  %s left \x1b[K", bar,
         p.tensors_done, p.tensors_total, Bytes(p.bytes_done),
@@ -178,14 +176,14 @@ int ConvertCommand(const std::vector<std::string>& args) {
   for (const auto& [name, status] : report->refused) {
     std::cerr << name << ": " << FormatError(status) << "\n";
   }
-  const double seconds = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now() - start)
-                             .count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::cout << absl::StrFormat(
       "converted %d, copied %d, refused %d; %d bytes in %.2f s (%.0f MB/s of "
       "input)\n",
-      report->converted.size(), report->copied.size(),
-      report->refused.size(), report->output_bytes, seconds,
+      report->converted.size(), report->copied.size(), report->refused.size(),
+      report->output_bytes, seconds,
       seconds > 0 ? report->input_bytes / seconds / 1e6 : 0.0);
   return report->refused.empty() ? 0 : 1;
 }

@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "checkpoint/internal/names.h"
 #include "core/errors.h"
 
@@ -170,8 +170,8 @@ absl::StatusOr<std::string> CreateStagingDirectory(const std::string& path,
                            Quoted(path), ": ", std::strerror(errno));
     }
   }
-  return ValueErrorCat(who, ": cannot create a directory beside ",
-                       Quoted(path), ": no free temporary name");
+  return ValueErrorCat(who, ": cannot create a directory beside ", Quoted(path),
+                       ": no free temporary name");
 }
 
 absl::Status RemoveTree(const std::string& path) {
@@ -248,10 +248,10 @@ absl::Status CheckDestination(const std::string& path, bool directory,
   }
   if (directory != S_ISDIR(st.st_mode) ||
       (!directory && !S_ISREG(st.st_mode))) {
-    return ValueErrorCat(who, ": cannot write ", Quoted(path), ": it exists ",
-                         S_ISDIR(st.st_mode) ? "as a directory"
-                                             : "and is not a directory",
-                         "; it is not replaced");
+    return ValueErrorCat(
+        who, ": cannot write ", Quoted(path), ": it exists ",
+        S_ISDIR(st.st_mode) ? "as a directory" : "and is not a directory",
+        "; it is not replaced");
   }
   if (directory && IsEmptyDirectory(path)) return absl::OkStatus();
   if (!overwrite) {

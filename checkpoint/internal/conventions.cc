@@ -467,10 +467,8 @@ std::optional<absl::StatusOr<std::vector<MemberSpec>>> ConventionSpecs(
   out.push_back({name + written->levels[1].first, written->levels[1].second,
                  std::move(scale_shape), grid.size * (types[1]->bits() / 8)});
   if (types.size() == 3) {
-    out.push_back({name + written->levels[2].first,
-                   written->levels[2].second,
-                   {},
-                   4});
+    out.push_back(
+        {name + written->levels[2].first, written->levels[2].second, {}, 4});
   }
   return out;
 }

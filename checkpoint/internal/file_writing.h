@@ -54,7 +54,8 @@ struct WriteState {
 // The row-major bytes of a one-level Tensor written to `sink` in chunks of at
 // most 8 MiB (straight from its carrier where it is compact row-major).
 absl::Status WriteOneLevelRowMajor(
-    const Tensor& t, const std::function<absl::Status(absl::string_view)>& sink);
+    const Tensor& t,
+    const std::function<absl::Status(absl::string_view)>& sink);
 
 }  // namespace checkpoint_internal
 }  // namespace strata

@@ -69,10 +69,10 @@ absl::StatusOr<std::string> SafetensorsHeader(
     absl::Span<const std::pair<std::string, std::string>> metadata);
 
 // Makes each Tensor in turn, writes its entries' bytes to `out` at
-// `data_start` + their offsets, calls its `written`. Errors: what `make` returns; a Tensor whose dtype or shape is
-// not the planned one, or whose carriers hold no host data; what the
-// convention or pair writers refuse (a layout not blocked as stored); the
-// file's write errors; a cancel.
+// `data_start` + their offsets, calls its `written`. Errors: what `make`
+// returns; a Tensor whose dtype or shape is not the planned one, or whose
+// carriers hold no host data; what the convention or pair writers refuse (a
+// layout not blocked as stored); the file's write errors; a cancel.
 absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
                                      OutputFile& out, int64_t data_start,
                                      WriteState& state);

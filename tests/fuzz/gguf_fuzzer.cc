@@ -140,7 +140,8 @@ const std::string& OutputDirectory() {
 
 std::vector<TensorToWrite> Writes(const Gguf& gguf) {
   std::vector<TensorToWrite> out;
-  for (const GgufTensor& t : gguf.tensors) out.push_back(ToWrite(t.name, *t.tensor));
+  for (const GgufTensor& t : gguf.tensors)
+    out.push_back(ToWrite(t.name, *t.tensor));
   return out;
 }
 
