@@ -28,23 +28,16 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using testing::RandomNormal;
+using testing::ReadFileBytes;
+using testing::TempPath;
 
 std::vector<std::string> List(const std::string& dir) {
   std::vector<std::string> out;
@@ -68,23 +61,8 @@ std::string FreshDir(const std::string& name) {
   return dir;
 }
 
-Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  auto carrier = HostCarrier::Create(*dtypes::Float32(), n);
-  EXPECT_TRUE(carrier.ok());
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  float* data = static_cast<float*>((*carrier)->mutable_data());
-  for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t =
-      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
-  EXPECT_TRUE(t.ok());
-  return *t;
-}
-
 // n float32 values: 4n bytes.
-Tensor Bytes4(int64_t n, uint32_t seed) { return RandomFloats({n}, seed); }
+Tensor Bytes4(int64_t n, uint32_t seed) { return RandomNormal({n}, seed); }
 
 std::string Float32Bytes(const Tensor& t) {
   auto values = Dequantize(t, *dtypes::Float32());
@@ -106,13 +84,13 @@ const CheckpointTensor* Find(const Checkpoint& c, const std::string& name) {
 TEST(WriteCheckpointTest, EverythingThatFitsIsOneModelSafetensors) {
   const std::string dir = TempPath("one_file");
   std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
-  const Tensor norm = RandomFloats({64}, 1);
-  auto block = QuantizeBlockScaled(RandomFloats({200, 300}, 2),
+  const Tensor norm = RandomNormal({64}, 1);
+  auto block = QuantizeBlockScaled(RandomNormal({200, 300}, 2),
                                    *dtypes::FP8E4M3Block128x128UE8M0(),
                                    kBlocksOfTheFormat);
   ASSERT_TRUE(block.ok()) << FormatError(block.status());
   auto nvfp4 =
-      QuantizeBlockScaled(RandomFloats({32, 64}, 3), *dtypes::NVFP4TS(), 1);
+      QuantizeBlockScaled(RandomNormal({32, 64}, 3), *dtypes::NVFP4TS(), 1);
   ASSERT_TRUE(nvfp4.ok()) << FormatError(nvfp4.status());
   std::vector<TensorToWrite> writes;
   writes.push_back(ToWrite("model.norm.weight", norm));
@@ -174,7 +152,7 @@ TEST(WriteCheckpointTest, ShardsAreGreedyInOrderWithAnIndex) {
                                           "model-00003-of-00003.safetensors",
                                           "model.safetensors.index.json"));
   EXPECT_EQ(written->total_size, 2400);
-  EXPECT_EQ(ReadFile(absl::StrCat(dir, "/model.safetensors.index.json")),
+  EXPECT_EQ(ReadFileBytes(absl::StrCat(dir, "/model.safetensors.index.json")),
             R"({
   "metadata": {
     "format": "pt",
@@ -204,7 +182,7 @@ TEST(WriteCheckpointTest, AConventionsMembersShareOneShard) {
   std::vector<TensorToWrite> writes;
   for (int i = 0; i < 3; ++i) {
     auto q =
-        QuantizeBlockScaled(RandomFloats({130, 256}, 10 + i),
+        QuantizeBlockScaled(RandomNormal({130, 256}, 10 + i),
                             *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
     ASSERT_TRUE(q.ok());
     writes.push_back(ToWrite(absl::StrCat("l", i, ".weight"), *q));
@@ -215,7 +193,7 @@ TEST(WriteCheckpointTest, AConventionsMembersShareOneShard) {
   ASSERT_TRUE(written.ok()) << FormatError(written.status());
   EXPECT_EQ(written->files.size(), 4u);
   const std::string index =
-      ReadFile(absl::StrCat(dir, "/model.safetensors.index.json"));
+      ReadFileBytes(absl::StrCat(dir, "/model.safetensors.index.json"));
   EXPECT_THAT(index, HasSubstr("\"l1.weight\": \"model-00002-of-00003"));
   EXPECT_THAT(index,
               HasSubstr("\"l1.weight_scale_inv\": \"model-00002-of-00003"));
@@ -258,7 +236,7 @@ TEST(WriteCheckpointTest, AnExistingDestinationNeedsOverwrite) {
   std::vector<TensorToWrite> third;
   third.push_back(ToWrite("c", Bytes4(4, 3)));
   EXPECT_TRUE(IsValueError(WriteCheckpoint(file, third, overwrite).status()));
-  EXPECT_EQ(ReadFile(file), "x");
+  EXPECT_EQ(ReadFileBytes(file), "x");
 }
 
 // Scenario: a failure -- a Tensor no file can hold, a Tensor that cannot be
@@ -271,7 +249,7 @@ TEST(WriteCheckpointTest, FailuresLeaveNothingBehind) {
     EXPECT_THAT(List(::testing::TempDir()),
                 ::testing::Not(::testing::Contains(HasSubstr("failing"))));
   };
-  auto q8 = QuantizeBlockScaled(RandomFloats({2, 32}, 1), *dtypes::Q8_0(),
+  auto q8 = QuantizeBlockScaled(RandomNormal({2, 32}, 1), *dtypes::Q8_0(),
                                 kBlocksOfTheFormat);
   ASSERT_TRUE(q8.ok());
   std::vector<TensorToWrite> writes;
@@ -334,7 +312,8 @@ TEST(WriteCheckpointTest, OtherFilesAndArguments) {
   ASSERT_TRUE(WriteCheckpoint(dir, writes, options).ok());
   EXPECT_THAT(List(dir), ElementsAre("config.json", "model.safetensors",
                                      "tokenizer.json"));
-  EXPECT_EQ(ReadFile(absl::StrCat(dir, "/tokenizer.json")), "{\"vocab\": 3}");
+  EXPECT_EQ(ReadFileBytes(absl::StrCat(dir, "/tokenizer.json")),
+            "{\"vocab\": 3}");
   for (const std::string& bad :
        {std::string("../x"), std::string("model.safetensors"),
         std::string("")}) {

@@ -39,9 +39,9 @@ using checkpoint_internal::ShapeText;
 constexpr char kNotGguf[] = "ReadGguf: not a GGUF file: ";
 constexpr int kMaxDims = 4;
 
-// Bytes of one scalar of a metadata type; 0 for strings, arrays and unknown
-// types.
-int ScalarBytes(GgufType t) {
+}  // namespace
+
+int GgufScalarBytes(GgufType t) {
   switch (t) {
     case GgufType::kUInt8:
     case GgufType::kInt8:
@@ -64,6 +64,8 @@ int ScalarBytes(GgufType t) {
   }
   return 0;
 }
+
+namespace {
 
 bool KnownType(uint32_t t) { return t <= 12; }
 
@@ -137,7 +139,7 @@ absl::Status ReadValue(Cursor& c, GgufType type, int depth,
   out->type = type;
   if (type == GgufType::kString) return c.ReadString(&out->text, "a string");
   if (type != GgufType::kArray) {
-    const int n = ScalarBytes(type);
+    const int n = GgufScalarBytes(type);
     if (c.remaining() < n) {
       return c.Error(absl::StrCat("the value of ", Quoted(key),
                                   " runs past the end of the file"));
@@ -161,7 +163,7 @@ absl::Status ReadValue(Cursor& c, GgufType type, int depth,
   }
   out->element_type = static_cast<GgufType>(element);
   STRATA_RETURN_IF_ERROR(c.Read(&out->count, "an array's count"));
-  const int scalar = ScalarBytes(out->element_type);
+  const int scalar = GgufScalarBytes(out->element_type);
   // The least bytes one element takes: what bounds the count.
   const int64_t least = scalar > 0                               ? scalar
                         : out->element_type == GgufType::kString ? 8
@@ -474,7 +476,7 @@ double GgufValue::AsDouble() const {
 GgufValue GgufValue::Element(uint64_t i) const {
   GgufValue v;
   v.type = element_type;
-  const int n = ScalarBytes(element_type);
+  const int n = GgufScalarBytes(element_type);
   if (type == GgufType::kArray && n > 0 && i < count) {
     std::memcpy(&v.bits, raw.data() + i * n, n);
   }
@@ -503,7 +505,7 @@ std::string GgufValue::ToString() const {
     }
     case GgufType::kArray: {
       std::vector<std::string> parts;
-      if (!items.empty() || ScalarBytes(element_type) == 0) {
+      if (!items.empty() || GgufScalarBytes(element_type) == 0) {
         for (const GgufValue& item : items) parts.push_back(item.ToString());
       } else {
         for (uint64_t i = 0; i < count; ++i) {

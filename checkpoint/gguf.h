@@ -62,6 +62,10 @@ enum class GgufType : uint32_t {
   kFloat64 = 12,
 };
 
+// Bytes of one scalar of a metadata type; 0 for strings, arrays and values
+// outside the enumeration.
+int GgufScalarBytes(GgufType type);
+
 // "UINT8", ..., "FLOAT64"; "?" for a value outside the enumeration.
 const char* GgufTypeName(GgufType type);
 

@@ -72,33 +72,11 @@ void PutString(std::string* out, absl::string_view s) {
   out->append(s.data(), s.size());
 }
 
-int ScalarBytes(GgufType t) {
-  switch (t) {
-    case GgufType::kUInt8:
-    case GgufType::kInt8:
-    case GgufType::kBool:
-      return 1;
-    case GgufType::kUInt16:
-    case GgufType::kInt16:
-      return 2;
-    case GgufType::kUInt32:
-    case GgufType::kInt32:
-    case GgufType::kFloat32:
-      return 4;
-    case GgufType::kUInt64:
-    case GgufType::kInt64:
-    case GgufType::kFloat64:
-      return 8;
-    default:
-      return 0;
-  }
-}
-
 // A value's bytes after its type (a key's value, or an array's element).
 absl::Status PutValue(std::string* out, const GgufValue& v,
                       const std::string& key) {
   if (v.is_scalar()) {
-    const int n = ScalarBytes(v.type);
+    const int n = GgufScalarBytes(v.type);
     if (n == 0) {
       return ValueErrorCat(kWho, ": metadata ", Quoted(key), ": type ",
                            static_cast<uint32_t>(v.type), " is no GGUF type");
@@ -113,7 +91,7 @@ absl::Status PutValue(std::string* out, const GgufValue& v,
   }
   PutU32(out, static_cast<uint32_t>(v.element_type));
   PutU64(out, v.count);
-  const int n = ScalarBytes(v.element_type);
+  const int n = GgufScalarBytes(v.element_type);
   if (n > 0) {
     if (v.raw.size() != v.count * static_cast<uint64_t>(n)) {
       return ValueErrorCat(kWho, ": metadata ", Quoted(key), ": an array of ",
@@ -378,21 +356,8 @@ absl::Status WriteGguf(
       if (source.written) source.written();
       continue;
     }
-    STRATA_ASSIGN_OR_RETURN(const Tensor t, source.make());
-    if (&t.dtype() != source.dtype || t.shape() != source.shape) {
-      return absl::InternalError(absl::StrCat(
-          kWho, ": tensor ", Quoted(source.name), " was planned as ",
-          source.dtype->name(), " ", ShapeText(source.shape), " but made as ",
-          t.dtype().name(), " ", ShapeText(t.shape())));
-    }
-    const Representation& rep = TensorAccess::representation(t);
-    for (const Subtensor& s : rep.subtensors()) {
-      if (s.carrier->data() == nullptr && s.placement.size() > 0) {
-        return TensorError(
-            source.name,
-            absl::StrCat("the ", s.carrier->Describe(), " holds no host data"));
-      }
-    }
+    STRATA_ASSIGN_OR_RETURN(const Tensor t,
+                            checkpoint_internal::MakePlanned(source, kWho));
     if (p.type->scale_bytes == 0) {
       STRATA_RETURN_IF_ERROR(
           checkpoint_internal::WriteOneLevelRowMajor(t, sink));

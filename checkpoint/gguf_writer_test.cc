@@ -18,40 +18,18 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "tests/test_util.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::RandomNormal;
+using testing::ReadFileBytes;
+using testing::TempPath;
 
 const char kGolden[] = "tests/golden/gguf/";
-
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  auto carrier = HostCarrier::Create(*dtypes::Float32(), n);
-  EXPECT_TRUE(carrier.ok());
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  float* data = static_cast<float*>((*carrier)->mutable_data());
-  for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t =
-      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
-  EXPECT_TRUE(t.ok());
-  return *t;
-}
 
 std::string Float32Bytes(const Tensor& t) {
   auto values = Dequantize(t, *dtypes::Float32());
@@ -78,7 +56,7 @@ TEST(WriteGgufTest, ReadThenWrittenIsTheSameFileByteForByte) {
   ASSERT_TRUE(read.ok()) << FormatError(read.status());
   const std::string path = TempPath("rewritten.gguf");
   ASSERT_TRUE(WriteGguf(path, ToWrites(*read), read->metadata).ok());
-  EXPECT_EQ(ReadFile(path), ReadFile(golden));
+  EXPECT_EQ(ReadFileBytes(path), ReadFileBytes(golden));
 }
 
 // Quantized Tensors of every GGUF block type read back with the same values;
@@ -88,7 +66,7 @@ TEST(WriteGgufTest, BlockTypesReadBackWithTheirValuesFromAnyLayout) {
   for (const CompoundDType* format :
        {dtypes::Q8_0(), dtypes::Q4_0(), dtypes::MXFP4()}) {
     SCOPED_TRACE(format->name());
-    const Tensor x = RandomFloats({3, 4, 96}, 7);
+    const Tensor x = RandomNormal({3, 4, 96}, 7);
     auto q = QuantizeBlockScaled(x, *format, 2);
     ASSERT_TRUE(q.ok()) << FormatError(q.status());
     auto permuted = Permute(*q, {1, 0, 2});
@@ -128,12 +106,12 @@ TEST(WriteGgufTest, WhatGgufCannotHoldIsRefusedBeforeTheFileIsCreated) {
         EXPECT_THAT(std::string(status.message()), HasSubstr(message));
         EXPECT_FALSE(std::ifstream(path).good());
       };
-  const Tensor x = RandomFloats({2, 3, 1, 1, 32}, 1);
+  const Tensor x = RandomNormal({2, 3, 1, 1, 32}, 1);
   std::vector<TensorToWrite> w;
   w.push_back(ToWrite("five", x));
   expect_refused(std::move(w), {}, "GGUF tensors have at most 4 dims");
   auto fp8 =
-      QuantizeBlockScaled(RandomFloats({4, 128}, 2),
+      QuantizeBlockScaled(RandomNormal({4, 128}, 2),
                           *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   ASSERT_TRUE(fp8.ok());
   w.clear();
@@ -146,7 +124,7 @@ TEST(WriteGgufTest, WhatGgufCannotHoldIsRefusedBeforeTheFileIsCreated) {
   w.clear();
   w.push_back(odd);
   expect_refused(std::move(w), {}, "must be a multiple of 32");
-  const Tensor y = RandomFloats({2, 32}, 3);
+  const Tensor y = RandomNormal({2, 32}, 3);
   w.clear();
   w.push_back(ToWrite("a", y));
   w.push_back(ToWrite("a", y));
@@ -168,8 +146,8 @@ TEST(WriteGgufTest, AlignmentFromTheMetadata) {
   alignment.type = GgufType::kUInt32;
   alignment.bits = 256;
   std::vector<TensorToWrite> writes;
-  writes.push_back(ToWrite("a", RandomFloats({3}, 1)));
-  writes.push_back(ToWrite("b", RandomFloats({5, 2}, 2)));
+  writes.push_back(ToWrite("a", RandomNormal({3}, 1)));
+  writes.push_back(ToWrite("b", RandomNormal({5, 2}, 2)));
   const std::string path = TempPath("aligned.gguf");
   ASSERT_TRUE(
       WriteGguf(path, std::move(writes), {{"general.alignment", alignment}})

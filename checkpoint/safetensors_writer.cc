@@ -380,14 +380,8 @@ absl::Status WriteSafetensorsTensors(absl::Span<PlannedTensor> tensors,
       if (source.written) source.written();
       continue;
     }
-    STRATA_ASSIGN_OR_RETURN(const Tensor t, source.make());
-    if (&t.dtype() != source.dtype || t.shape() != source.shape) {
-      return absl::InternalError(absl::StrCat(
-          "WriteSafetensors: tensor ", Quoted(source.name), " was planned as ",
-          source.dtype->name(), " ", ShapeText(source.shape), " but made as ",
-          t.dtype().name(), " ", ShapeText(t.shape())));
-    }
-    STRATA_RETURN_IF_ERROR(CheckHostData(source.name, t));
+    STRATA_ASSIGN_OR_RETURN(const Tensor t,
+                            MakePlanned(source, "WriteSafetensors"));
     switch (p.kind) {
       case PlannedTensor::Kind::kOneLevel:
         entry_at(p.entries[0]);

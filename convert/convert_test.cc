@@ -24,42 +24,20 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "tests/test_util.h"
 
 namespace strata {
 namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::RandomNormal;
+using testing::ReadFileBytes;
+using testing::TempPath;
 using ::testing::UnorderedElementsAre;
-
-std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/", name);
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 void Remove(const std::string& path) {
   ASSERT_EQ(std::system(absl::StrCat("rm -rf '", path, "'").c_str()), 0);
-}
-
-Tensor RandomFloats(const std::vector<int64_t>& shape, uint32_t seed) {
-  int64_t n = 1;
-  for (int64_t e : shape) n *= e;
-  auto carrier = HostCarrier::Create(*dtypes::Float32(), n);
-  EXPECT_TRUE(carrier.ok());
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  float* data = static_cast<float*>((*carrier)->mutable_data());
-  for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
-  auto t =
-      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
-  EXPECT_TRUE(t.ok());
-  return *t;
 }
 
 std::string ValuesAs(const Tensor& t, const SimpleDType& dtype) {
@@ -84,16 +62,16 @@ struct Source {
 };
 
 Source MakeSource(const std::string& name) {
-  Source s{TempPath(name), RandomFloats({1}, 0), RandomFloats({1}, 0),
-           RandomFloats({1}, 0)};
+  Source s{TempPath(name), RandomNormal({1}, 0), RandomNormal({1}, 0),
+           RandomNormal({1}, 0)};
   Remove(s.dir);
   s.proj =
-      *QuantizeBlockScaled(RandomFloats({200, 300}, 1),
+      *QuantizeBlockScaled(RandomNormal({200, 300}, 1),
                            *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
   s.up =
-      *QuantizeBlockScaled(RandomFloats({64, 96}, 2),
+      *QuantizeBlockScaled(RandomNormal({64, 96}, 2),
                            *dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat);
-  s.norm = *Dequantize(RandomFloats({96}, 3), *dtypes::BFloat16());
+  s.norm = *Dequantize(RandomNormal({96}, 3), *dtypes::BFloat16());
   std::vector<TensorToWrite> writes;
   writes.push_back(ToWrite("model.layers.0.proj.weight", s.proj));
   writes.push_back(ToWrite("model.layers.0.norm.weight", s.norm));
@@ -142,9 +120,9 @@ TEST(ConvertCheckpointTest, DirectoryToBFloat16) {
                      *dtypes::BFloat16()),
             ValuesAs(s.norm, *dtypes::BFloat16()));
   EXPECT_EQ(
-      ReadFile(absl::StrCat(dst, "/config.json")),
+      ReadFileBytes(absl::StrCat(dst, "/config.json")),
       "{\n  \"model_type\": \"deepseek_v3\",\n  \"hidden_size\": 96\n}\n");
-  EXPECT_EQ(ReadFile(absl::StrCat(dst, "/tokenizer.json")), "{}");
+  EXPECT_EQ(ReadFileBytes(absl::StrCat(dst, "/tokenizer.json")), "{}");
   // The source is untouched, and the destination is not written twice.
   auto again = ConvertCheckpoint(s.dir, dst, options);
   EXPECT_TRUE(IsValueError(again.status()));
@@ -183,7 +161,7 @@ TEST(ConvertCheckpointTest, QuantizesTheChosenWeights) {
   ASSERT_TRUE(expected.ok()) << FormatError(expected.status());
   EXPECT_EQ(ValuesAs(proj, *dtypes::Float32()),
             ValuesAs(*expected, *dtypes::Float32()));
-  EXPECT_THAT(ReadFile(absl::StrCat(fp8, "/config.json")),
+  EXPECT_THAT(ReadFileBytes(absl::StrCat(fp8, "/config.json")),
               HasSubstr("\"scale_fmt\": \"ue8m0\""));
   // --only narrows; a tensor the destination cannot hold (nvfp4 blocks 16
   // values of the last dim: 300 is no multiple) is refused, the others

@@ -1,6 +1,10 @@
 #include "tests/test_util.h"
 
 #include <cstdint>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -115,6 +119,33 @@ FrozenContext::FrozenContext(const DType& dtype, std::vector<Layout> placements,
       placements_(std::move(placements)),
       adjacent_(std::move(adjacent)) {
   for (const Layout& l : placements_) shapes_.push_back(l.shape());
+}
+
+Tensor RandomNormal(const std::vector<int64_t>& shape, uint32_t seed,
+                    float stddev) {
+  int64_t n = 1;
+  for (int64_t e : shape) n *= e;
+  auto carrier = HostCarrier::Create(*dtypes::Float32(), n);
+  EXPECT_TRUE(carrier.ok()) << carrier.status();
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  float* data = static_cast<float*>((*carrier)->mutable_data());
+  for (int64_t i = 0; i < n; ++i) data[i] = normal(rng);
+  auto t =
+      Tensor::Create(*carrier, 0, *Layout::RowMajor(IntTuple::Flat(shape)));
+  EXPECT_TRUE(t.ok()) << t.status();
+  return *t;
+}
+
+std::string TempPath(absl::string_view name) {
+  return absl::StrCat(::testing::TempDir(), "/", name);
+}
+
+std::string ReadFileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 }  // namespace testing

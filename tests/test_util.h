@@ -39,6 +39,15 @@ Tensor Iota(absl::string_view layout,
             const SimpleDType* dtype = dtypes::Float32(), int64_t offset = 0,
             double scale = 1.0);
 
+// A compact row-major float32 Tensor of `shape` in a fresh host carrier,
+// normal values (mean 0, deviation `stddev`) from a generator seeded `seed`.
+Tensor RandomNormal(const std::vector<int64_t>& shape, uint32_t seed,
+                    float stddev = 1.0f);
+
+// ::testing::TempDir()/name, and the bytes of a file ("" where unreadable).
+std::string TempPath(absl::string_view name);
+std::string ReadFileBytes(const std::string& path);
+
 using Coord = std::vector<int64_t>;
 
 // The carrier index reached at every level from top-level coordinate

@@ -7,13 +7,37 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "carrier/carrier.h"
 #include "checkpoint/internal/atomic_files.h"
+#include "checkpoint/internal/names.h"
+#include "core/errors.h"
+#include "core/representation.h"
 #include "core/status_macros.h"
+#include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "layout/layout.h"
 
 namespace strata {
 namespace checkpoint_internal {
+
+absl::StatusOr<Tensor> MakePlanned(TensorToWrite& source,
+                                   absl::string_view who) {
+  STRATA_ASSIGN_OR_RETURN(Tensor t, source.make());
+  if (&t.dtype() != source.dtype || t.shape() != source.shape) {
+    return absl::InternalError(absl::StrCat(
+        who, ": tensor ", Quoted(source.name), " was planned as ",
+        source.dtype->name(), " ", ShapeText(source.shape), " but made as ",
+        t.dtype().name(), " ", ShapeText(t.shape())));
+  }
+  for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
+    if (s.carrier->data() == nullptr && s.placement.size() > 0) {
+      return ValueErrorCat(who, ": tensor ", Quoted(source.name), ": the ",
+                           s.carrier->Describe(), " holds no host data");
+    }
+  }
+  return t;
+}
 
 absl::Status WriteState::Advance(int64_t bytes) {
   progress.bytes_done += bytes;

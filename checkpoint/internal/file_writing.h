@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "checkpoint/tensor_to_write.h"
@@ -50,6 +51,12 @@ struct WriteState {
   WriteProgress progress;
   absl::Status Advance(int64_t bytes);  // Reports; CancelledError on cancel.
 };
+
+// `source.make()`, checked against what was planned: InternalError naming
+// `who` when its dtype or shape differ; ValueError when a carrier holds no
+// host data (the message opened by `who` and the tensor's name).
+absl::StatusOr<Tensor> MakePlanned(TensorToWrite& source,
+                                   absl::string_view who);
 
 // The row-major bytes of a one-level Tensor written to `sink` in chunks of at
 // most 8 MiB (straight from its carrier where it is compact row-major).
