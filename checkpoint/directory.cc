@@ -312,8 +312,54 @@ absl::StatusOr<Checkpoint> ReadIndexed(const std::string& dir,
     groups.emplace(group_name,
                    CheckpointTensor{group_name, std::move(tensor), file});
   }
+  // MXFP4 pairs split across shards (NOTE [ MXFP4 pairs ]): P.blocks listed
+  // in one file, P.scales in another, each read alone as U8 by its shard.
+  absl::flat_hash_map<std::string, std::string> file_of;
+  for (const auto& [name, file] : listed) file_of.emplace(name, file);
+  absl::flat_hash_map<std::string, std::string> half_of;  // Half -> P.
+  absl::flat_hash_map<std::string, CheckpointTensor> split_pairs;
+  const auto lone = [&](const std::string& name)
+      -> std::optional<checkpoint_internal::Member> {
+    const Shard& shard = shards[file_index[file_of.at(name)]];
+    const auto at = shard.by_name.find(name);
+    if (at == shard.by_name.end() ||
+        !shard.read.tensors[at->second].tensor.ok()) {
+      return std::nullopt;
+    }
+    return LoneMember(name, *shard.read.tensors[at->second].tensor);
+  };
+  for (const auto& [name, file] : listed) {
+    for (absl::string_view separator : {".", "_"}) {
+      const std::string suffix = absl::StrCat(separator, "blocks");
+      if (!absl::EndsWith(name, suffix)) continue;
+      const std::string whole = name.substr(0, name.size() - suffix.size());
+      const std::string scales = absl::StrCat(whole, separator, "scales");
+      const auto other = file_of.find(scales);
+      if (other == file_of.end() || other->second == file ||
+          file_of.contains(whole) || consumed.contains(name) ||
+          consumed.contains(scales)) {
+        continue;
+      }
+      std::optional<checkpoint_internal::Member> blocks = lone(name);
+      std::optional<checkpoint_internal::Member> scale = lone(scales);
+      if (!blocks.has_value() || !scale.has_value()) continue;
+      half_of[name] = whole;
+      half_of[scales] = whole;
+      split_pairs.emplace(whole,
+                          CheckpointTensor{whole,
+                                           checkpoint_internal::BuildPair(
+                                               whole, *blocks, *scale, nullptr),
+                                           file});
+    }
+  }
   // The listed tensors, in the index's order.
   for (const auto& [name, file] : listed) {
+    if (const auto pair = half_of.find(name); pair != half_of.end()) {
+      if (emitted.insert(pair->second).second) {
+        out.tensors.push_back(std::move(split_pairs.at(pair->second)));
+      }
+      continue;
+    }
     if (const auto group = consumed.find(name); group != consumed.end()) {
       if (emitted.insert(group->second).second) {
         out.tensors.push_back(std::move(groups.at(group->second)));

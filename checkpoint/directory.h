@@ -17,7 +17,9 @@
 // are (DeepSeek's `weight_scale_inv` may sit in another shard than its
 // `weight`), each read alone by its shard; a group is reported at its first
 // listed member, under the file of its weight. MXFP4 pairs are formed within
-// a shard. Symbolic links are followed, out of the directory too (the Hugging
+// a shard by its reader, and across shards here (P.blocks in one, P.scales
+// in another, each level mapped from its own file), reported under the file
+// of P.blocks. Symbolic links are followed, out of the directory too (the Hugging
 // Face cache links each snapshot's files to its blobs/); what a name reaches
 // must be a regular safetensors file, as the reader checks.
 //

@@ -334,58 +334,17 @@ absl::StatusOr<Tensor> BuildPlain(
 absl::StatusOr<Tensor> BuildPair(
     const Planned& p, const std::vector<Entry>& entries,
     const std::shared_ptr<const MappedRegion>& region) {
-  const Entry& b = entries[p.blocks];
-  const Entry& s = entries[p.scales];
-  const int64_t rank = static_cast<int64_t>(p.prefix.size()) + 1;
-  const int64_t n = p.groups * 32;  // Checked by CheckPair.
-  // Logical extents (..., G*32) and scale extents (..., G).
-  std::vector<int64_t> logical = p.prefix, scale_shape = p.prefix;
-  logical.push_back(n);
-  scale_shape.push_back(p.groups);
-  // The products fit unless a zero extent hides an overflow (the strides of
-  // the blocks' own row-major layout fit, the values' may not: twice as big);
-  // both are taken in the order the layouts' strides are.
-  int64_t running = 1;
-  for (int64_t j = rank; j-- > 0;) {
-    if (!CheckedMul(running, logical[j], &running)) {
-      return PairError(p.name, b, s,
-                       absl::StrCat("the logical shape ", ShapeText(logical),
-                                    " overflows int64"));
-    }
-  }
-  const int64_t values = running;
-  running = 1;
-  for (int64_t j = 0; j < rank; ++j) {
-    if (!CheckedMul(running, scale_shape[j], &running)) {
-      return PairError(p.name, b, s,
-                       absl::StrCat("the scale shape ", ShapeText(scale_shape),
-                                    " overflows int64"));
-    }
-  }
-  const int64_t scales = running;
-  STRATA_ASSIGN_OR_RETURN(
-      BlockScaledValueLayouts value_layouts,
-      MakeBlockScaledValueLayouts(logical, rank - 1, 32, scale_shape));
-  STRATA_ASSIGN_OR_RETURN(Layout l1,
-                          Layout::RowMajor(IntTuple::Flat(scale_shape)));
-  STRATA_ASSIGN_OR_RETURN(
-      std::shared_ptr<MappedCarrier> value_carrier,
-      MappedCarrier::Create(*dtypes::Float4E2M1FN(), values, region, b.begin));
-  STRATA_ASSIGN_OR_RETURN(
-      std::shared_ptr<MappedCarrier> scale_carrier,
-      MappedCarrier::Create(*dtypes::Float8E8M0FNU(), scales, region, s.begin));
-  std::vector<SubtensorCandidate> subtensors;
-  subtensors.push_back({dtypes::Float4E2M1FN(), std::move(value_carrier), 0,
-                        std::move(value_layouts.values)});
-  subtensors.push_back(
-      {dtypes::Float8E8M0FNU(), std::move(scale_carrier), 0, std::move(l1)});
-  std::vector<absl::StatusOr<Layout>> adjacent;
-  adjacent.push_back(std::move(value_layouts.adjacent));
-  STRATA_ASSIGN_OR_RETURN(
-      auto representation,
-      Representation::Create(dtypes::MXFP4(), std::move(subtensors),
-                             std::move(adjacent)));
-  return MakeTensor(std::move(representation));
+  // Checked by CheckPair: both U8, shapes (..., G, 16) and (..., G).
+  const auto member = [&](const Entry& e) {
+    checkpoint_internal::Member m;
+    m.name = e.name;
+    m.dtype = dtypes::UInt8();
+    m.shape = CheckEntry(e)->shape;
+    m.begin = e.begin;
+    return m;
+  };
+  return checkpoint_internal::BuildPair(p.name, member(entries[p.blocks]),
+                                        member(entries[p.scales]), region);
 }
 
 // pread of exactly `n` bytes at `offset`.

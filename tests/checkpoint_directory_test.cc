@@ -174,6 +174,53 @@ TEST(CheckpointDirectoryTest, AShardedDeepSeekDirectoryGroupsAcrossShards) {
   }
 }
 
+// Scenario: a gpt-oss MXFP4 pair whose .blocks and .scales the shards split
+// imports as one mxfp4 Tensor, each level mapped from its own file, with the
+// values of the same pair in one file.
+TEST(CheckpointDirectoryTest, AnMxfp4PairSplitAcrossShardsIsOneTensor) {
+  const std::string dir = NewDirectory("split_pair");
+  std::string codes(2 * 3 * 16, '\0'), exponents(2 * 3, '\0');
+  for (size_t i = 0; i < codes.size(); ++i)
+    codes[i] = static_cast<char>(i * 37);
+  for (size_t i = 0; i < exponents.size(); ++i) {
+    exponents[i] = static_cast<char>(120 + i);
+  }
+  const Tensor blocks =
+      FromBytes(*dtypes::UInt8(), {2, 3, 16}, codes.data(), codes.size());
+  const Tensor scales =
+      FromBytes(*dtypes::UInt8(), {2, 3}, exponents.data(), exponents.size());
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00001-of-00002.safetensors",
+                               {{"experts.gate_up_proj_blocks", blocks}})
+                  .ok());
+  ASSERT_TRUE(WriteSafetensors(dir + "/model-00002-of-00002.safetensors",
+                               {{"experts.gate_up_proj_scales", scales}})
+                  .ok());
+  WriteText(dir + "/model.safetensors.index.json",
+            R"({"weight_map": {
+              "experts.gate_up_proj_blocks": "model-00001-of-00002.safetensors",
+              "experts.gate_up_proj_scales": "model-00002-of-00002.safetensors"
+            }})");
+  auto read = ReadCheckpoint(dir);
+  ASSERT_TRUE(read.ok()) << FormatError(read.status());
+  ASSERT_EQ(read->tensors.size(), 1u);
+  const CheckpointTensor& t = read->tensors[0];
+  EXPECT_EQ(t.name, "experts.gate_up_proj");
+  EXPECT_EQ(t.file, "model-00001-of-00002.safetensors");
+  ASSERT_TRUE(t.tensor.ok()) << FormatError(t.tensor.status());
+  EXPECT_EQ(&t.tensor->dtype(), dtypes::MXFP4());
+  EXPECT_EQ(t.tensor->shape(), (std::vector<int64_t>{2, 96}));
+  const std::string together = dir + "/../together.safetensors";
+  ASSERT_TRUE(
+      WriteSafetensors(together, {{"experts.gate_up_proj_blocks", blocks},
+                                  {"experts.gate_up_proj_scales", scales}})
+          .ok());
+  auto one = ReadSafetensors(together);
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->tensors.size(), 1u);
+  EXPECT_EQ(Bytes(*Dequantize(*t.tensor, *dtypes::Float32())),
+            Bytes(*Dequantize(*one->tensors[0].tensor, *dtypes::Float32())));
+}
+
 TEST(CheckpointDirectoryTest, ASingleFileDirectoryNamesItsFile) {
   const std::string dir = NewDirectory("single");
   ASSERT_TRUE(

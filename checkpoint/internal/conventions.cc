@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
+#include "carrier/mapped_carrier.h"
 #include "checkpoint/internal/names.h"
 #include "core/errors.h"
 #include "core/representation.h"
@@ -21,6 +22,7 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/checked_math.h"
+#include "layout/int_tuple.h"
 #include "layout/layout.h"
 
 namespace strata {
@@ -338,6 +340,83 @@ absl::StatusOr<Tensor> BuildGroup(
   STRATA_ASSIGN_OR_RETURN(
       auto representation,
       Representation::Create(plan.dtype, std::move(subtensors),
+                             std::move(adjacent)));
+  return MakeTensor(std::move(representation));
+}
+
+absl::StatusOr<Tensor> BuildPair(
+    const std::string& name, const Member& blocks, const Member& scales,
+    const std::shared_ptr<const MappedRegion>& region) {
+  const auto refuse = [&](absl::string_view message) {
+    return ValueErrorCat("ReadSafetensors: MXFP4 pair ", Quoted(name), " (",
+                         Quoted(blocks.name), ", ", Quoted(scales.name),
+                         "): ", message);
+  };
+  if (blocks.dtype != dtypes::UInt8() || scales.dtype != dtypes::UInt8()) {
+    return refuse(absl::StrCat(
+        "the blocks and scales must be U8; got ",
+        blocks.dtype != nullptr ? ToSafetensorsName(*blocks.dtype) : "?",
+        " and ",
+        scales.dtype != nullptr ? ToSafetensorsName(*scales.dtype) : "?"));
+  }
+  const std::vector<int64_t>& bs = blocks.shape;
+  const std::vector<int64_t>& ss = scales.shape;
+  if (!(bs.size() >= 2 && bs.back() == 16 && ss.size() + 1 == bs.size() &&
+        std::equal(ss.begin(), ss.end(), bs.begin()))) {
+    return refuse(
+        absl::StrCat("blocks of shape (..., G, 16) need scales of shape "
+                     "(..., G); got blocks ",
+                     ShapeText(bs), " and scales ", ShapeText(ss)));
+  }
+  const int64_t rank = static_cast<int64_t>(ss.size());
+  const int64_t groups = ss.back();
+  int64_t n = 0;
+  if (!CheckedMul(groups, 32, &n)) {
+    return refuse(
+        absl::StrCat("G = ", groups, " groups of 32 values overflow int64"));
+  }
+  // Logical extents (..., G*32) and scale extents (..., G). The products fit
+  // unless a zero extent hides an overflow; both are taken in the order the
+  // layouts' strides are.
+  std::vector<int64_t> logical = ss;
+  logical.back() = n;
+  int64_t values = 1, count = 1;
+  for (int64_t j = rank; j-- > 0;) {
+    if (!CheckedMul(values, logical[j], &values)) {
+      return refuse(absl::StrCat("the logical shape ", ShapeText(logical),
+                                 " overflows int64"));
+    }
+  }
+  for (int64_t j = 0; j < rank; ++j) {
+    if (!CheckedMul(count, ss[j], &count)) {
+      return refuse(
+          absl::StrCat("the scale shape ", ShapeText(ss), " overflows int64"));
+    }
+  }
+  STRATA_ASSIGN_OR_RETURN(
+      BlockScaledValueLayouts value_layouts,
+      MakeBlockScaledValueLayouts(logical, rank - 1, 32, ss));
+  STRATA_ASSIGN_OR_RETURN(Layout l1, Layout::RowMajor(IntTuple::Flat(ss)));
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> value_carrier,
+      MappedCarrier::Create(*dtypes::Float4E2M1FN(), values,
+                            blocks.region != nullptr ? blocks.region : region,
+                            blocks.begin));
+  STRATA_ASSIGN_OR_RETURN(
+      std::shared_ptr<MappedCarrier> scale_carrier,
+      MappedCarrier::Create(*dtypes::Float8E8M0FNU(), count,
+                            scales.region != nullptr ? scales.region : region,
+                            scales.begin));
+  std::vector<SubtensorCandidate> subtensors;
+  subtensors.push_back({dtypes::Float4E2M1FN(), std::move(value_carrier), 0,
+                        std::move(value_layouts.values)});
+  subtensors.push_back(
+      {dtypes::Float8E8M0FNU(), std::move(scale_carrier), 0, std::move(l1)});
+  std::vector<absl::StatusOr<Layout>> adjacent;
+  adjacent.push_back(std::move(value_layouts.adjacent));
+  STRATA_ASSIGN_OR_RETURN(
+      auto representation,
+      Representation::Create(dtypes::MXFP4(), std::move(subtensors),
                              std::move(adjacent)));
   return MakeTensor(std::move(representation));
 }

@@ -104,6 +104,15 @@ absl::StatusOr<GroupPlan> PlanGroup(const std::string& name,
 absl::StatusOr<Tensor> BuildGroup(
     const GroupPlan& plan, const std::shared_ptr<const MappedRegion>& region);
 
+// The mxfp4 Tensor `name` of an MXFP4 pair (NOTE [ MXFP4 pairs ] in
+// checkpoint/safetensors.h) from its halves, checked as U8 (..., G, 16) and
+// U8 (..., G) -- each over its own region where it has one (a pair split
+// across the shards of a directory), else over `region`. ValueError
+// "ReadSafetensors: MXFP4 pair "P" ("P.blocks", "P.scales"): ..." otherwise.
+absl::StatusOr<Tensor> BuildPair(
+    const std::string& name, const Member& blocks, const Member& scales,
+    const std::shared_ptr<const MappedRegion>& region);
+
 // What WriteSafetensors writes for a Tensor of a convention's dtype and
 // `shape` named `name`, known before its values: each member's name,
 // safetensors dtype, shape and byte count, in order. nullopt for a dtype no
