@@ -11,11 +11,11 @@ unless something could not run (2: bad arguments or not enough disk; 1: a comman
 Per size (default 1GiB and 4GiB):
   source   tools/peer/checkpoint_reference.py --make-deepseek DIR --bytes SIZE, cached in
            WORKDIR/src-SIZE (reused when its .complete marker is there).
-  strata   taskset -c CPU STRATA convert SRC DST --to bfloat16 --quiet, at least --repeat
+  strata   taskset -c CPU STRATA convert SRC DST --to bfloat16 --quiet, --repeat (default 5)
            times from a warm page cache (every source file read once before each run), each
            output deleted right after it is measured; best (min) and median wall time,
            GB/s of input (the source's *.safetensors bytes) and of output, peak resident
-           memory of that child alone (os.wait4's rusage), user and system CPU time.
+           memory of that child alone (GNU time's %M), user and system CPU time.
   cp       taskset -c CPU cp -r of a directory holding exactly strata's output bytes (the
            output of an untimed first conversion, kept and warmed) to the same filesystem,
            timed the same way, alternating with the strata runs.
@@ -78,14 +78,27 @@ def log(*a):
 
 
 def cpu_model():
+    """/proc/cpuinfo's model name, with family/model and the vector extensions that
+    matter here (a VM may show only "AMD EPYC": family 25 is Zen 3/4, 26 Zen 5)."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break
+                k, _, v = line.partition(":")
+                fields[k.strip()] = v.strip()
     except OSError:
         pass
-    return platform.processor() or "unknown processor"
+    name = fields.get("model name") or platform.processor() or "unknown processor"
+    flags = set(fields.get("flags", "").split())
+    vec = [f for f in ("avx2", "avx512f", "avx512_bf16") if f in flags]
+    extra = []
+    if "cpu family" in fields:
+        extra.append("family %s model %s" % (fields["cpu family"], fields.get("model", "?")))
+    if vec:
+        extra.append(" ".join(vec))
+    return "%s (%s)" % (name, ", ".join(extra)) if extra else name
 
 
 def mem_total():
@@ -154,6 +167,7 @@ def machine(workdir):
         "filesystem": fs_type(workdir),
         "memcpy_gbps": memcpy_gbps(),
         "page_cache_write_gbps": page_cache_write_gbps(workdir),
+        "loadavg_start": os.getloadavg()[0],
     }
 
 
@@ -239,17 +253,44 @@ def compare_outputs(a, b):
 # Timed children.
 
 
+TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+# Without GNU time: a tiny launcher (python -S, no numpy) forks and waits for the child.
+LAUNCHER = (
+    "import os, sys\n"
+    "pid = os.fork()\n"
+    "if pid == 0:\n"
+    "    os.execvp(sys.argv[2], sys.argv[2:])\n"
+    "_, st, ru = os.wait4(pid, 0)\n"
+    "open(sys.argv[1], 'w').write('%d %f %f' % (ru.ru_maxrss, ru.ru_utime, ru.ru_stime))\n"
+    "sys.exit(os.waitstatus_to_exitcode(st) & 255)\n")
+
+
 def run_child(argv, stdout=subprocess.DEVNULL):
-    """Run argv; -> dict(wall, rc, maxrss bytes, user, sys) of that child alone."""
-    t = time.perf_counter()
-    p = subprocess.Popen(argv, stdout=stdout, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t
-    p.returncode = os.waitstatus_to_exitcode(status)
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
-    return {"wall": wall, "rc": p.returncode, "maxrss": ru.ru_maxrss * 1024,
-            "user": ru.ru_utime, "sys": ru.ru_stime, "stderr": err}
+    """Run argv; -> dict(wall, rc, maxrss bytes, user, sys, stderr) of that child alone.
+    Linux carries the high-water RSS of the process that execs into the new program
+    (exec_mmap), so this (numpy-sized) process cannot read the child's peak from its own
+    wait4: GNU time (or a tiny launcher) forks the child and reports its rusage instead."""
+    fd, stats = tempfile.mkstemp(prefix="bench_convert.", suffix=".rusage")
+    os.close(fd)
+    if TIME:
+        wrapped = [TIME, "-f", "%M %U %S", "-o", stats, "--"] + argv
+    else:
+        wrapped = [sys.executable, "-S", "-c", LAUNCHER, stats] + argv
+    try:
+        t = time.perf_counter()
+        p = subprocess.run(wrapped, stdout=stdout, stderr=subprocess.PIPE)
+        wall = time.perf_counter() - t
+        with open(stats) as f:
+            last = f.read().strip().splitlines()
+    finally:
+        os.unlink(stats)
+    try:
+        kb, user, sys_ = last[-1].split()[-3:]
+        kb, user, sys_ = int(kb), float(user), float(sys_)
+    except (IndexError, ValueError):
+        kb, user, sys_ = 0, 0.0, 0.0
+    return {"wall": wall, "rc": p.returncode, "maxrss": kb * 1024, "user": user,
+            "sys": sys_, "stderr": p.stderr.decode(errors="replace")}
 
 
 def checked(r, what):
@@ -408,23 +449,25 @@ def profile(args, workdir, src, strata):
     remove(out)
     warm(src)
     sync()
-    r = subprocess.run(["perf", "record", "-e", "cpu-clock", "-g", "-o", data, "--",
+    r = subprocess.run(["perf", "record", "-e", "cpu-clock", "-o", data, "--",
                         "taskset", "-c", str(args.cpu), strata, "convert", src, out, "--to",
                         "bfloat16", "--quiet"], capture_output=True, text=True)
     remove(out)
     if r.returncode != 0:
         return {"error": r.stderr[-500:]}
     rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children",
-                          "--sort", "dso,symbol", "-g", "none", "--percent-limit", "0.5"],
-                         capture_output=True, text=True)
+                          "--sort", "dso,symbol"], capture_output=True, text=True)
     os.unlink(data)
     top = []
     for line in rep.stdout.splitlines():
         m = re.match(r"\s*([\d.]+)%\s+(\S+)\s+\[(.)\]\s+(.*)$", line)
         if m:
             top.append({"percent": float(m.group(1)), "dso": m.group(2),
-                        "symbol": m.group(4).strip()})
-    return {"top": top[:15]}
+                        "symbol": re.split(r"\s{2,}", m.group(4).strip())[0]})
+    by_dso = {}
+    for e in top:
+        by_dso[e["dso"]] = by_dso.get(e["dso"], 0.0) + e["percent"]
+    return {"top": top[:15], "by_dso": dict(sorted(by_dso.items(), key=lambda kv: -kv[1]))}
 
 
 # ---------------------------------------------------------------------------------------
@@ -447,7 +490,10 @@ def print_report(m, results, strata):
               m["memcpy_gbps"],
               ", page-cache write %.1f GB/s (dd 1 GiB from /dev/zero)" % m[
                   "page_cache_write_gbps"] if m["page_cache_write_gbps"] else ""))
-    print("workdir: %s, filesystem %s" % (m["workdir"], m["filesystem"]))
+    print("workdir: %s, filesystem %s; load average %.2f at the start, %.2f at the end%s" % (
+        m["workdir"], m["filesystem"], m["loadavg_start"], m["loadavg_end"],
+        " (other work was running: best times are the figures to trust)"
+        if max(m["loadavg_start"], m["loadavg_end"]) > 0.5 else ""))
     print("strata: %s (one core: taskset -c %d; cp -r pinned the same)" % (
         strata, results[0]["cpu"] if results else 0))
     head = ["size", "input", "strata best/median", "GB/s in", "GB/s out", "cp (same bytes)",
@@ -505,7 +551,8 @@ def print_report(m, results, strata):
             if "error" in p:
                 print("  perf: %s" % p["error"])
             else:
-                print("  perf record (cpu-clock, self time), top symbols:")
+                print("  perf record (cpu-clock, self time) of one run: %s; top symbols:" % (
+                    ", ".join("%s %.1f%%" % kv for kv in list(p["by_dso"].items())[:4])))
                 for e in p["top"][:10]:
                     print("    %5.1f%%  %-28s %s" % (e["percent"], e["dso"][:28], e["symbol"]))
     if len(results) > 1:
@@ -544,7 +591,8 @@ def main(argv=None):
     ap.add_argument("--workdir", default=default_workdir(),
                     help="where sources are cached and outputs written (default %(default)s)")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
-    ap.add_argument("--repeat", type=int, default=3, help="timed runs each (min 3)")
+    ap.add_argument("--repeat", type=int, default=5,
+                    help="timed runs of strata and of cp each (default 5, at least 3)")
     ap.add_argument("--cpu", type=int, default=0, help="the core to pin to (default 0)")
     ap.add_argument("--numpy-max", type=parse_size, default=parse_size("1GiB"),
                     help="skip the (slow) numpy conversion above this size (default 1GiB)")
@@ -596,6 +644,7 @@ def main(argv=None):
     except (RuntimeError, OSError, subprocess.CalledProcessError) as e:
         print("error: %s" % e, file=sys.stderr)
         if results:
+            m["loadavg_end"] = os.getloadavg()[0]
             print_report(m, results, strata)
         return 1
     finally:
@@ -603,6 +652,7 @@ def main(argv=None):
             remove(os.path.join(workdir, d))
         for n in sizes:
             remove(os.path.join(workdir, "cp-src-" + size_label(n)))
+    m["loadavg_end"] = os.getloadavg()[0]
     print_report(m, results, strata)
     if args.json:
         doc = {"date": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": m, "strata": strata,

@@ -75,7 +75,7 @@ temporaries() { (cd "$1" && find . -mindepth 1 -maxdepth 1 -name '*.strata-tmp-*
 
 # src_untouched WHAT SRC STATE: SRC still has the state taken before.
 src_untouched() {
-  [ "$(state "$2")" = "$3" ] && ok "$1: SRC unchanged" || fail "$1: SRC changed"
+  if [ "$(state "$2")" = "$3" ]; then ok "$1: SRC unchanged"; else fail "$1: SRC changed"; fi
 }
 
 # same_as_reference OUT REF: OUT (a Hugging Face directory or a .gguf) holds exactly the
@@ -128,18 +128,19 @@ compare() {
 # start_and_stop SETUP SRC DST ARGS...: runs SETUP, then starts `strata convert SRC DST
 # ARGS` in the background ($bg: its timeout process) and stops it with SIGSTOP as soon as
 # its temporary DST.strata-tmp-PID-N holds written bytes while DST's final file does not
-# exist yet: mid-way. Sets $pid (strata's) and $temp. Should a conversion finish before it
-# is caught (a much faster machine), tries again, 3 times in all; returns 1 if none was.
+# exist yet: mid-way. Sets $pid (strata's, from the temporary's name) and $temp. Should a
+# conversion finish before it is caught (a much faster machine), tries again, 3 times in
+# all; returns 1 (with a problem) if none was.
 start_and_stop() {
-  local setup=$1 src=$2 dst=$3 attempt i f
+  local setup=$1 src=$2 dst=$3 f g
   shift 3
-  for attempt in 1 2 3; do
+  for _ in 1 2 3; do
     rm -rf "$dst"
     $setup
     timeout -s KILL 60 "$STRATA" convert "$src" "$dst" "$@" >"$T/bg.stdout" 2>"$T/bg.stderr" &
     bg=$!
-    temp= pid=
-    for i in $(seq 2000); do
+    temp='' pid=''
+    for _ in $(seq 2000); do  # up to ~10 s
       for f in "$dst".strata-tmp-*; do
         [ -f "$f" ] && [ -s "$f" ] && temp=$f            # a .gguf's temporary file
         for g in "$f"/*; do [ -s "$g" ] && temp=$f; done  # a staging directory's
@@ -151,16 +152,31 @@ start_and_stop() {
     if [ -n "$temp" ]; then
       pid=${temp##*.strata-tmp-}
       pid=${pid%%-*}
-      kill -STOP "$pid" 2>/dev/null
+      if ! descends_from "$pid" "$bg"; then
+        problem "its temporary ${temp##*/} does not name the converting process"
+        wait "$bg" 2>/dev/null
+        bg=
+        return 1
+      fi
+      kill -STOP "$pid"
       if [ -e "$temp" ] && [ ! -e "$dst/model.safetensors" ] && [ ! -f "$dst" ]; then
-        [ "$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null)" = "$bg" ] ||
-          problem "the temporary $temp does not name the strata process (PID $pid)"
         return 0
       fi
       kill -CONT "$pid" 2>/dev/null
     fi
     wait "$bg" 2>/dev/null  # it finished before it could be stopped: again
     bg=
+  done
+  problem "no conversion could be caught mid-way (3 tries)"
+  return 1
+}
+
+# descends_from PID ANCESTOR: PID is ANCESTOR's child, grandchild, ... (a few levels).
+descends_from() {
+  local p=$1
+  for _ in 1 2 3 4 5; do
+    p=$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null) || return 1
+    [ "$p" = "$2" ] && return 0
   done
   return 1
 }
@@ -178,18 +194,21 @@ signal_and_wait() {
 # ---------------------------------------------------------------------------------------
 # Sources and the reference's outputs, made once.
 
+[ -x "$STRATA" ] || { echo "FAIL - no strata binary at $STRATA"; exit 1; }
 SRC=$T/src  # ~8 MiB DeepSeek-V3-style FP8 directory, 5 shards
 BIG=$T/big  # ~64 MiB: a conversion takes long enough to be caught mid-way
-for made in "$SRC 8MiB" "$BIG 64MiB"; do
-  set -- $made
+# make_source DIR SIZE: the reference's DeepSeek-like directory, and DIR.ref its --convert
+# --to bfloat16 output, DIR.ref.txt what the reference printed.
+make_source() {
   timeout 120 "$PYTHON" "$REFERENCE" --make-deepseek "$1" --bytes "$2" >/dev/null ||
     { echo "FAIL - cannot make the source $1"; exit 1; }
   timeout 120 "$PYTHON" "$REFERENCE" --convert "$1" "$1.ref" --to bfloat16 >"$1.ref.txt" ||
     { echo "FAIL - the reference cannot convert $1"; exit 1; }
-done
+}
+make_source "$SRC" 8MiB
+make_source "$BIG" 64MiB
 src_state=$(state "$SRC")
 big_state=$(state "$BIG")
-[ -x "$STRATA" ] || { echo "FAIL - no strata binary at $STRATA"; exit 1; }
 
 # ---------------------------------------------------------------------------------------
 # The checks.
@@ -197,7 +216,7 @@ big_state=$(state "$BIG")
 # 1. A plain conversion: exit 0, what the reference writes, one "wrote" line per file and
 # the summary's counts; also as GGUF and sharded.
 check_plain_success() {
-  local d=$T/c1 counts
+  local d=$T/c1 counts shards
   mkdir "$d"
   run_convert "$SRC" "$d/out" --to bfloat16
   [ "$status" = 0 ] || problem "exit $status, want 0: $(stderr_text)"
@@ -218,10 +237,16 @@ check_plain_success() {
   run_convert "$SRC" "$d/sharded" --to bfloat16 --max-shard-size 4MB
   [ "$status" = 0 ] || problem "exit $status, want 0: $(stderr_text)"
   [ -f "$d/sharded/model.safetensors.index.json" ] || problem "no model.safetensors.index.json"
-  [ "$(ls "$d/sharded" | grep -c '^model-0000[1-9]-of-0000[0-9]\.safetensors$')" -ge 4 ] ||
-    problem "want at least 4 shards of <= 4 MB: $(ls "$d/sharded" | tr '\n' ' ')"
+  shards=("$d"/sharded/model-0000[1-9]-of-0000[1-9].safetensors)
+  [ "${#shards[@]}" -ge 4 ] || problem "want at least 4 shards of <= 4 MB: ${shards[*]##*/}"
   compare "DST" "$d/sharded" "$SRC.ref"
   report "plain success: --max-shard-size 4MB writes shards and an index with the reference's tensors"
+
+  run_convert "$SRC" "$d/slash/" --to bfloat16
+  [ "$status" = 0 ] || problem "exit $status, want 0: $(stderr_text)"
+  compare "DST" "$d/slash" "$SRC.ref"
+  [ -z "$(temporaries "$d")" ] || problem "temporaries left: $(temporaries "$d")"
+  report "plain success: a new directory DST given as DIR/ (a trailing slash) exits 0 and is written"
   src_untouched "plain success" "$SRC" "$src_state"
 }
 
@@ -248,7 +273,7 @@ state "$mnt" >"$res/before"
 echo $? >"$res/status"
 state "$mnt" >"$res/after"
 NS
-  local probe=(unshare -m) case_ old name args
+  local probe=(unshare -m) case_ what old name args
   if ! timeout 20 unshare -m sh -c 'mount -t tmpfs -o size=4m tmpfs "$1"' sh "$mnt" 2>/dev/null; then
     probe=(unshare -rm)
     if ! timeout 20 unshare -rm sh -c 'mount -t tmpfs -o size=4m tmpfs "$1"' sh "$mnt" 2>/dev/null; then
@@ -256,15 +281,16 @@ NS
       return
     fi
   fi
-  # OLD NAME [ARGS]: what DST holds before, DST's name in the tmpfs, more options.
-  for case_ in "none out" "none out.gguf" "dir out --overwrite" "file out.gguf --overwrite" \
-      "none out --max-shard-size 1MB"; do
-    set -- $case_
-    old=$1 name=$2
-    shift 2
+  # WHAT|OLD|NAME|ARGS: what DST holds before (none, dir, file), its name, more options.
+  for case_ in "a directory DST|none|out|" "a .gguf DST|none|out.gguf|" \
+      "an existing directory DST with --overwrite (kept)|dir|out|--overwrite" \
+      "an existing .gguf DST with --overwrite (kept)|file|out.gguf|--overwrite" \
+      "a sharded DST (--max-shard-size 1MB)|none|out|--max-shard-size 1MB"; do
+    IFS='|' read -r what old name args <<<"$case_"
     rm -f "$res"/*
+    # shellcheck disable=SC2086  # $args: options split into words
     timeout -k 5 120 "${probe[@]}" bash "$T/full_disk.sh" "$mnt" "$res" "$old" "$name" \
-      timeout -k 5 100 "$STRATA" convert "$SRC" "$mnt/$name" --to bfloat16 "$@"
+      timeout -k 5 100 "$STRATA" convert "$SRC" "$mnt/$name" --to bfloat16 $args
     status=$(cat "$res/status" 2>/dev/null || echo "none (the namespace script failed)")
     [ "$status" = 2 ] || problem "exit $status, want 2"
     case $name in
@@ -275,7 +301,7 @@ NS
     cmp -s "$res/before" "$res/after" ||
       problem "the tmpfs changed: $(diff "$res/before" "$res/after" | grep '^[<>]' | head -n 4 | tr '\n' ' ')"
     [ -z "$problems" ] || problem "stderr: $(head -c 300 "$res/stderr" | tr '\n' ' ')"
-    report "full disk: ${old/none/no} existing DST $name ${*:+$* }exits 2 naming the file and ENOSPC, leaves the tmpfs as it was"
+    report "full disk: $what exits 2 naming the file and ENOSPC, leaves the 4 MiB tmpfs as it was"
   done
   src_untouched "full disk" "$SRC" "$src_state"
 }
@@ -284,18 +310,18 @@ NS
 # with EFBIG. Exit 2, the message names the file and "File too large", DST's parent as it
 # was (it holds another file, and in one case the old DST).
 check_write_error() {
-  local d=$T/c3 case_ old name before
-  for case_ in "none out" "none out.gguf" "dir out --overwrite"; do
-    set -- $case_
-    old=$1 name=$2
-    shift 2
+  local d=$T/c3 case_ what old name args before
+  for case_ in "a directory DST|none|out|" "a .gguf DST|none|out.gguf|" \
+      "an existing directory DST with --overwrite (kept)|dir|out|--overwrite"; do
+    IFS='|' read -r what old name args <<<"$case_"
     rm -rf "$d"
     mkdir "$d"
     echo keep >"$d/keep.txt"
     [ "$old" = dir ] && mkdir "$d/$name" && echo old >"$d/$name/old.txt"
     before=$(state "$d")
+    # shellcheck disable=SC2086  # $args: options split into words
     (ulimit -f 1024 && trap '' XFSZ &&
-      exec timeout -k 5 120 "$STRATA" convert "$SRC" "$d/$name" --to bfloat16 "$@") \
+      exec timeout -k 5 120 "$STRATA" convert "$SRC" "$d/$name" --to bfloat16 $args) \
       >"$T/stdout" 2>"$T/stderr"
     status=$?
     [ "$status" = 2 ] || problem "exit $status, want 2"
@@ -306,7 +332,7 @@ check_write_error() {
     grep -q 'File too large' "$T/stderr" || problem "stderr does not say 'File too large'"
     [ "$(state "$d")" = "$before" ] || problem "DST's parent changed: $(ls -A "$d" | tr '\n' ' ')"
     [ -z "$problems" ] || problem "stderr: $(stderr_text)"
-    report "write error: ${old/none/no} existing DST $name ${*:+$* }exits 2 naming the file and EFBIG, leaves DST's parent as it was"
+    report "write error: $what exits 2 naming the file and EFBIG, leaves DST's parent as it was"
   done
   src_untouched "write error" "$SRC" "$src_state"
 }
@@ -314,7 +340,7 @@ check_write_error() {
 # 4. An existing DST: untouched without --overwrite, replaced with it; an empty directory is
 # fine; DST equal to or inside SRC is refused.
 check_existing_dst() {
-  local d=$T/c4 before dst
+  local d=$T/c4 before dst overwrite
   mkdir "$d" "$d/full"
   echo old >"$d/full/old.txt"
   before=$(state "$d/full")
@@ -346,43 +372,57 @@ check_existing_dst() {
   compare "DST" "$d/empty" "$SRC.ref"
   report "existing DST: an empty directory exits 0 and is written"
 
+  mkdir "$d/empty_slash"
+  run_convert "$SRC" "$d/empty_slash/" --to bfloat16
+  [ "$status" = 0 ] || problem "exit $status, want 0: $(stderr_text)"
+  compare "DST" "$d/empty_slash" "$SRC.ref"
+  report "existing DST: an empty directory given as DIR/ (a trailing slash) exits 0 and is written"
+
   ln -s "$SRC" "$d/link"
+  mkdir "$d/parent"
+  cp -r "$SRC" "$d/parent/src"
+  before=$(state "$d/parent")
   for dst in "$SRC" "$SRC/" "$SRC/sub" "$SRC/x.gguf" "$d/link" "$d/link/sub" "$d/../src"; do
-    run_convert "$SRC" "$dst" --to bfloat16
-    [ "$status" = 2 ] || problem "$dst: exit $status, want 2"
-    [ "$(state "$SRC")" = "$src_state" ] || problem "$dst: SRC changed"
-    [ -z "$(temporaries "$T")" ] || problem "$dst: temporaries beside SRC: $(temporaries "$T")"
+    for overwrite in "" --overwrite; do
+      run_convert "$SRC" "$dst" --to bfloat16 $overwrite
+      [ "$status" = 2 ] || problem "$dst $overwrite: exit $status, want 2"
+      [ "$(state "$SRC")" = "$src_state" ] || problem "$dst $overwrite: SRC changed"
+      [ -z "$(temporaries "$T")" ] || problem "$dst $overwrite: temporaries beside SRC: $(temporaries "$T")"
+    done
   done
-  report "existing DST: DST equal to SRC or inside it (also through a link or ..) exits 2, SRC untouched"
+  run_convert "$d/parent/src" "$d/parent" --to bfloat16 --overwrite
+  [ "$status" = 2 ] || problem "DST holding SRC with --overwrite: exit $status, want 2"
+  [ "$(state "$d/parent")" = "$before" ] || problem "DST holding SRC with --overwrite: SRC changed"
+  report "existing DST: DST equal to SRC, inside it (also through a link or ..) or holding it exits 2, with --overwrite too, SRC untouched"
   src_untouched "existing DST" "$SRC" "$src_state"
 }
 
 # 5. Signals mid-way: exit 128 + the signal, no DST, no temporaries; an old DST kept.
-make_old_dst() { mkdir -p "$T/c5/out" && echo old >"$T/c5/out/old.txt"; }
+make_old_dst() { cp -r "$T/old" "$T/c5/out"; }
 check_signals() {
-  local d=$T/c5 case_ sig code name old setup
-  mkdir "$d"
-  # SIGNAL EXIT NAME OLD [ARGS]
-  for case_ in "INT 130 out none" "TERM 143 out none" "HUP 129 out.gguf none" \
-      "TERM 143 out dir --overwrite"; do
-    set -- $case_
-    sig=$1 code=$2 name=$3 old=$4
-    shift 4
+  local d=$T/c5 case_ what sig code name old args setup
+  mkdir "$d" "$T/old"
+  echo old >"$T/old/old.txt"
+  # WHAT|SIGNAL|EXIT|NAME|OLD|ARGS
+  for case_ in "a directory DST|INT|130|out|none|" "a directory DST|TERM|143|out|none|" \
+      "a .gguf DST|HUP|129|out.gguf|none|" \
+      "an existing directory DST with --overwrite (kept)|TERM|143|out|dir|--overwrite"; do
+    IFS='|' read -r what sig code name old args <<<"$case_"
     setup=:
     [ "$old" = dir ] && setup=make_old_dst
-    if ! start_and_stop "$setup" "$BIG" "$d/$name" --to bfloat16 "$@"; then
-      fail "signals: SIG$sig: no conversion could be caught mid-way"
-      continue
+    # shellcheck disable=SC2086
+    if start_and_stop "$setup" "$BIG" "$d/$name" --to bfloat16 $args; then
+      signal_and_wait "$sig"
+      [ "$status" = "$code" ] || problem "exit status $status, want $code: $(head -c 300 "$T/bg.stderr" | tr '\n' ' ')"
+      if [ "$old" = dir ]; then
+        [ "$(state "$d/$name")" = "$(state "$T/old")" ] ||
+          problem "the old DST changed: $(ls -A "$d/$name" | tr '\n' ' ')"
+        rm -rf "${d:?}/$name"
+      fi
+      [ -z "$(ls -A "$d")" ] || problem "left in DST's parent: $(ls -A "$d" | tr '\n' ' ')"
     fi
-    signal_and_wait "$sig"
-    [ "$status" = "$code" ] || problem "exit status $status, want $code: $(head -c 300 "$T/bg.stderr" | tr '\n' ' ')"
-    if [ "$old" = dir ]; then
-      [ "$(state "$d/$name")" = "$(printf 'd .\nf ./old.txt\n%s  ./old.txt' "$(echo old | sha256sum | cut -d' ' -f1)")" ] ||
-        problem "the old DST changed: $(ls -A "$d/$name" | tr '\n' ' ')"
-      rm -rf "${d:?}/$name"
-    fi
-    [ -z "$(ls -A "$d")" ] || problem "left in DST's parent: $(ls -A "$d" | tr '\n' ' ')"
-    report "signals: SIG$sig mid-way to ${old/none/no} existing DST $name ${*:+$* }exits $code, leaves no temporary and ${old/none/no} DST"
+    rm -rf "${d:?}"/*
+    report "signals: SIG$sig mid-way to $what exits $code and leaves no temporary, no new DST"
   done
   src_untouched "signals" "$BIG" "$big_state"
 }
@@ -394,7 +434,7 @@ check_kill() {
   mkdir "$d"
   for name in out out.gguf; do
     if ! start_and_stop : "$BIG" "$d/$name" --to bfloat16; then
-      fail "kill: no conversion to $name could be caught mid-way"
+      report "kill: SIGKILL mid-way to $name"
       continue
     fi
     signal_and_wait KILL
@@ -487,7 +527,7 @@ check_not_a_checkpoint() {
   mkdir "$d" "$d/empty" "$d/config_only" "$d/truncated" "$d/out"
   echo 'not a checkpoint' >"$d/text.txt"
   echo '{}' >"$d/config_only/config.json"
-  cp "$SRC"/* "$d/truncated/"
+  cp -r "$SRC"/. "$d/truncated/"
   head -c 100000 "$SRC/model-00003-of-00005.safetensors" >"$d/truncated/model-00003-of-00005.safetensors"
   for what in "a text file:text.txt" "an empty directory:empty" "a directory of config.json only:config_only" \
       "a missing path:missing" "a directory with a truncated shard:truncated"; do
