@@ -1,6 +1,9 @@
 #include "tools/shard_command.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -9,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint.h"
+#include "distributed/rank_shards.h"
 #include "core/errors.h"
 #include "core/tensor.h"
 #include "proto/codec.h"
@@ -21,7 +25,82 @@ namespace {
 
 constexpr char kShardUsage[] =
     "usage: strata shard FILE NAME DIM PARTS   (FILE a checkpoint; NAME '-' "
-    "for a text dump)\n";
+    "for a text dump)\n"
+    "       strata shard CHECKPOINT --rules FILE --parts N   (every tensor; "
+    "FILE: one 'REGEX DIM' a line)\n";
+
+// `strata shard CHECKPOINT --rules FILE --parts N` (checkpoints.md section
+// 3): one line per tensor, then the counts.
+int PlanCommand(const std::vector<std::string>& args) {
+  std::string rules_file, parts_text;
+  for (size_t i = 1; i + 1 < args.size(); i += 2) {
+    if (args[i] == "--rules" && rules_file.empty()) {
+      rules_file = args[i + 1];
+    } else if (args[i] == "--parts" && parts_text.empty()) {
+      parts_text = args[i + 1];
+    } else {
+      std::cerr << kShardUsage;
+      return 2;
+    }
+  }
+  absl::StatusOr<int64_t> parts = ExactIntegerArg("--parts", parts_text);
+  if (args.size() != 5 || rules_file.empty() || !parts.ok()) {
+    if (!parts.ok() && !parts_text.empty()) {
+      std::cerr << "strata shard: " << parts.status().message() << "\n";
+    }
+    std::cerr << kShardUsage;
+    return 2;
+  }
+  std::ifstream in(rules_file, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in.good() && !in.eof()) {
+    std::cerr << "strata shard: cannot read the rules file " << rules_file
+              << "\n";
+    return 2;
+  }
+  absl::StatusOr<std::vector<ShardRule>> rules = ParseShardRules(text.str());
+  if (!rules.ok()) {
+    std::cerr << rules_file << ": " << FormatError(rules.status()) << "\n";
+    return 2;
+  }
+  absl::StatusOr<Checkpoint> read = ReadCheckpoint(args[0]);
+  if (!read.ok()) {
+    std::cout << args[0] << ": " << FormatError(read.status()) << "\n";
+    return 2;
+  }
+  absl::StatusOr<CheckpointShardPlan> plan =
+      PlanCheckpointShards(*read, *rules, *parts);
+  if (!plan.ok()) {
+    std::cerr << FormatError(plan.status()) << "\n";
+    return 2;
+  }
+  for (const TensorShardPlan& t : plan->tensors) {
+    std::cout << t.name;
+    switch (t.kind) {
+      case TensorShardPlan::Kind::kReplicated:
+        std::cout << " replicated\n";
+        break;
+      case TensorShardPlan::Kind::kSplit:
+        std::cout << " dim=" << t.dim << " granule=" << t.granule
+                  << " parts=" << plan->parts << " OK\n";
+        break;
+      case TensorShardPlan::Kind::kRefused:
+        if (t.granule > 0 && t.extent > 0) {
+          std::cout << " dim=" << t.dim << " granule=" << t.granule
+                    << " parts=" << plan->parts << " "
+                    << FormatError(t.status) << " pad=" << t.pad << "\n";
+        } else {
+          std::cout << " " << FormatError(t.status) << "\n";
+        }
+        break;
+    }
+  }
+  std::cout << plan->tensors.size() << " tensors: " << plan->split
+            << " split, " << plan->replicated << " replicated, "
+            << plan->refused << " refused\n";
+  return plan->refused > 0 ? 1 : 0;
+}
 
 std::string OkLine(const Tensor& t) {
   return absl::StrCat("OK dtype=", t.dtype().name(),
@@ -32,6 +111,10 @@ std::string OkLine(const Tensor& t) {
 }  // namespace
 
 int ShardCommand(const std::vector<std::string>& args) {
+  if (args.size() >= 2 &&
+      std::find(args.begin(), args.end(), "--rules") != args.end()) {
+    return PlanCommand(args);
+  }
   // DIM and PARTS exactly as decimals: "+1" or " 1" is a usage error.
   absl::StatusOr<int64_t> dim_arg =
       ExactIntegerArg("DIM", args.size() == 4 ? args[2] : "");

@@ -18,6 +18,15 @@ namespace strata {
 // refused or absent, or more parts than granules (the granule line, then the
 // ValueError naming G); 2 an unreadable file, or arguments of another form
 // (the usage on standard error).
+//
+// `strata shard CHECKPOINT --rules FILE --parts N` (checkpoints.md section 3)
+// plans every tensor (PlanCheckpointShards) and prints one line each:
+//   NAME dim=D granule=G parts=N OK
+//   NAME replicated
+//   NAME dim=D granule=G parts=N <Kind>: <message> pad=M
+// then "T tensors: S split, R replicated, F refused". Exit 1 when any is
+// refused; 2 for arguments, a rules file line that is not REGEX DIM or a
+// regex RE2 refuses (naming the line), an unreadable checkpoint.
 int ShardCommand(const std::vector<std::string>& args);
 
 }  // namespace strata
