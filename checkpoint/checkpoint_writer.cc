@@ -121,7 +121,6 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
         state));
     STRATA_RETURN_IF_ERROR(out.Commit());
     written.files.push_back(name);
-    if (options.control.file_written) options.control.file_written(shown);
   }
   if (shards.size() > 1) {
     nlohmann::json index;
@@ -146,7 +145,6 @@ absl::StatusOr<WrittenCheckpoint> WriteInto(
         "\n"));
     STRATA_RETURN_IF_ERROR(out.Commit());
     written.files.push_back(kIndexFile);
-    if (options.control.file_written) options.control.file_written(shown);
   }
   for (const auto& [name, bytes] : options.files) {
     const std::string shown = absl::StrCat(dir, "/", name);
@@ -189,8 +187,11 @@ absl::Status CheckSafetensorsForm(const std::string& name, const DType& dtype,
 }
 
 absl::StatusOr<WrittenCheckpoint> WriteCheckpoint(
-    const std::string& dir, std::vector<TensorToWrite> tensors,
+    const std::string& given_dir, std::vector<TensorToWrite> tensors,
     const WriteCheckpointOptions& options) {
+  // "out/" names "out": the staging directory goes beside it, not in it.
+  const std::string dir =
+      checkpoint_internal::WithoutTrailingSlashes(given_dir);
   if (options.max_shard_size < 1) {
     return ValueErrorCat(kWho, ": max_shard_size ", options.max_shard_size,
                          " is not a positive number of bytes");
@@ -228,7 +229,16 @@ absl::StatusOr<WrittenCheckpoint> WriteCheckpoint(
         staging, dir, options.overwrite, kWho);
     if (!published.ok()) written = published;
   }
-  if (!written.ok()) checkpoint_internal::RemoveTree(staging).IgnoreError();
+  if (!written.ok()) {
+    checkpoint_internal::RemoveTree(staging).IgnoreError();
+    return written;
+  }
+  // Each file is announced once it is under its final name.
+  if (options.control.file_written) {
+    for (const std::string& f : written->files) {
+      options.control.file_written(absl::StrCat(dir, "/", f));
+    }
+  }
   return written;
 }
 

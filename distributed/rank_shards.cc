@@ -151,8 +151,8 @@ absl::StatusOr<std::vector<ShardRule>> ParseShardRules(absl::string_view text) {
                     dim_text.end(), absl::ascii_isdigit) &&
         dim_text != "-";
     if (!digits || !absl::SimpleAtoi(dim_text, &rule.dim)) {
-      return refuse(absl::StrCat("DIM ", Quoted(dim_text),
-                                 " is not an integer"));
+      return refuse(
+          absl::StrCat("DIM ", Quoted(dim_text), " is not an integer"));
     }
     RE2::Options options;
     options.set_log_errors(false);
@@ -179,8 +179,8 @@ absl::StatusOr<CheckpointShardPlan> PlanCheckpointShards(
     compiled.push_back(std::make_unique<RE2>(rules[i].regex, options));
     if (!compiled.back()->ok()) {
       return ValueErrorCat("PlanCheckpointShards: rule ", i, " ",
-                           Quoted(rules[i].regex), " is not RE2: ",
-                           compiled.back()->error());
+                           Quoted(rules[i].regex),
+                           " is not RE2: ", compiled.back()->error());
     }
   }
   CheckpointShardPlan plan;
@@ -204,8 +204,8 @@ absl::StatusOr<CheckpointShardPlan> PlanCheckpointShards(
       ++plan.replicated;
     } else {
       const int64_t rank = static_cast<int64_t>(t.tensor->shape().size());
-      const int64_t dim = rules[rule].dim < 0 ? rules[rule].dim + rank
-                                              : rules[rule].dim;
+      const int64_t dim =
+          rules[rule].dim < 0 ? rules[rule].dim + rank : rules[rule].dim;
       if (dim < 0 || dim >= rank) {
         p.dim = rules[rule].dim;
         refuse(ValueErrorCat("dim ", rules[rule].dim,
@@ -219,7 +219,8 @@ absl::StatusOr<CheckpointShardPlan> PlanCheckpointShards(
           p.granule = granule.ok() ? *granule : 0;
           p.extent = t.tensor->shape()[dim];
           int64_t step = 0;
-          if (p.granule > 0 && !__builtin_mul_overflow(parts, p.granule, &step)) {
+          if (p.granule > 0 &&
+              !__builtin_mul_overflow(parts, p.granule, &step)) {
             const int64_t blocks = (p.extent + step - 1) / step;
             if (__builtin_mul_overflow(blocks, step, &p.pad)) p.pad = 0;
           }

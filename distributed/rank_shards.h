@@ -61,7 +61,7 @@ struct TensorShardPlan {
   int64_t extent = 0;
   int64_t pad = 0;  // The extent that would make the split exact.
   std::vector<std::pair<int64_t, int64_t>> ranges;  // Split: one per rank.
-  absl::Status status;                               // Refused: why.
+  absl::Status status;                              // Refused: why.
 };
 
 struct CheckpointShardPlan {

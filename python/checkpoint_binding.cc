@@ -9,10 +9,12 @@
 #include <utility>
 #include <vector>
 
+#include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/tensor_to_write.h"
 #include "convert/convert.h"
 #include "core/errors.h"
+#include "distributed/rank_shards.h"
 #include "ops/quantize.h"
 #include "python/binding.h"
 
@@ -59,9 +61,74 @@ int64_t ShardSize(py::handle size, const char* who) {
                                    TypeName(size));
 }
 
+std::vector<ShardRule> RulesArg(py::handle rules) {
+  std::vector<ShardRule> out;
+  if (py::isinstance<py::str>(rules)) {
+    return ValueOrRaise(ParseShardRules(std::string(py::str(rules))));
+  }
+  for (py::handle rule : rules) {
+    py::tuple pair = py::reinterpret_borrow<py::object>(rule);
+    if (!py::isinstance<py::tuple>(rule) || pair.size() != 2 ||
+        !py::isinstance<py::str>(pair[0]) || !PyLong_Check(pair[1].ptr())) {
+      RaisePython(PyExc_TypeError,
+                  "load_shard: rules must be (regex, dim) pairs, not " +
+                      TypeName(rule));
+    }
+    out.push_back({std::string(py::str(pair[0])), pair[1].cast<int64_t>()});
+  }
+  return out;
+}
+
+py::list PlanObject(const CheckpointShardPlan& plan) {
+  py::list out;
+  for (const TensorShardPlan& t : plan.tensors) {
+    py::dict d;
+    d["name"] = Utf8(t.name);
+    d["kind"] = t.kind == TensorShardPlan::Kind::kSplit        ? "split"
+                : t.kind == TensorShardPlan::Kind::kReplicated ? "replicated"
+                                                               : "refused";
+    d["dim"] = t.dim;
+    d["granule"] = t.granule;
+    d["pad"] = t.pad;
+    d["ranges"] = t.ranges;
+    d["error"] = t.kind == TensorShardPlan::Kind::kRefused
+                     ? ExceptionObject(RefusalError(t))
+                     : py::object(py::none());
+    out.append(d);
+  }
+  return out;
+}
+
 }  // namespace
 
 void BindCheckpoints(py::module_& module) {
+  module.def(
+      "_plan_shards",
+      [](py::handle path, py::handle rules, int64_t parts) {
+        const std::vector<ShardRule> parsed = RulesArg(rules);
+        Checkpoint checkpoint =
+            ValueOrRaise(ReadCheckpoint(ToPath(path, "plan_shards: path")));
+        return PlanObject(
+            ValueOrRaise(PlanCheckpointShards(checkpoint, parsed, parts)));
+      },
+      py::arg("path"), py::arg("rules"), py::arg("parts"));
+  module.def(
+      "_load_shard",
+      [](py::handle path, py::handle rules, int64_t rank, int64_t parts) {
+        const std::vector<ShardRule> parsed = RulesArg(rules);
+        Checkpoint checkpoint =
+            ValueOrRaise(ReadCheckpoint(ToPath(path, "load_shard: path")));
+        const CheckpointShardPlan plan =
+            ValueOrRaise(PlanCheckpointShards(checkpoint, parsed, parts));
+        TensorMap shard = ValueOrRaise(LoadRankShard(checkpoint, plan, rank));
+        py::dict tensors;
+        for (const auto& [name, tensor] : shard.tensors) {
+          tensors[Utf8(name)] = TensorObject(tensor);
+        }
+        return py::make_tuple(tensors, shard.mapped_bytes, shard.whole_bytes,
+                              PlanObject(plan));
+      },
+      py::arg("path"), py::arg("rules"), py::arg("rank"), py::arg("parts"));
   module.def(
       "_convert",
       [](py::handle src, py::handle dst, const std::string& to,

@@ -36,7 +36,7 @@ void OnSignal(int signal) {
   interrupted.store(true, std::memory_order_relaxed);
 }
 
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
 
 void InstallHandlers() {
   struct sigaction action = {};

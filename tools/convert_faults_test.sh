@@ -33,13 +33,13 @@ report() {
 }
 
 T=$(mktemp -d "${TEST_TMPDIR:-${TMPDIR:-/tmp}}/convert_faults.XXXXXX") || exit 1
-bg=  # the background conversion (its timeout process), if any
+bg='' pid=''  # the background conversion: its timeout process, and strata's PID once known
 cleanup() {
   if [ -n "$bg" ] && kill -0 "$bg" 2>/dev/null; then
-    kill -KILL "$bg" 2>/dev/null
+    [ -n "$pid" ] && descends_from "$pid" "$bg" && kill -KILL "$pid"
+    kill -TERM "$bg" 2>/dev/null  # timeout passes it on
     wait "$bg" 2>/dev/null
   fi
-  [ -n "${pid:-}" ] && kill -KILL "$pid" 2>/dev/null
   rm -rf "$T"
 }
 trap cleanup EXIT
@@ -155,7 +155,7 @@ start_and_stop() {
       if ! descends_from "$pid" "$bg"; then
         problem "its temporary ${temp##*/} does not name the converting process"
         wait "$bg" 2>/dev/null
-        bg=
+        bg=''
         return 1
       fi
       kill -STOP "$pid"
@@ -165,7 +165,7 @@ start_and_stop() {
       kill -CONT "$pid" 2>/dev/null
     fi
     wait "$bg" 2>/dev/null  # it finished before it could be stopped: again
-    bg=
+    bg=''
   done
   problem "no conversion could be caught mid-way (3 tries)"
   return 1
@@ -188,7 +188,7 @@ signal_and_wait() {
   kill -CONT "$pid" 2>/dev/null
   { wait "$bg"; } 2>/dev/null
   status=$?
-  bg=
+  bg=''
 }
 
 # ---------------------------------------------------------------------------------------

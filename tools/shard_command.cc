@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <fstream>
-#include <sstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,9 +12,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint.h"
-#include "distributed/rank_shards.h"
 #include "core/errors.h"
 #include "core/tensor.h"
+#include "distributed/rank_shards.h"
 #include "proto/codec.h"
 #include "tools/cli_util.h"
 #include "tools/text_file.h"
@@ -88,17 +88,17 @@ int PlanCommand(const std::vector<std::string>& args) {
       case TensorShardPlan::Kind::kRefused:
         if (t.granule > 0 && t.extent > 0) {
           std::cout << " dim=" << t.dim << " granule=" << t.granule
-                    << " parts=" << plan->parts << " "
-                    << FormatError(t.status) << " pad=" << t.pad << "\n";
+                    << " parts=" << plan->parts << " " << FormatError(t.status)
+                    << " pad=" << t.pad << "\n";
         } else {
           std::cout << " " << FormatError(t.status) << "\n";
         }
         break;
     }
   }
-  std::cout << plan->tensors.size() << " tensors: " << plan->split
-            << " split, " << plan->replicated << " replicated, "
-            << plan->refused << " refused\n";
+  std::cout << plan->tensors.size() << " tensors: " << plan->split << " split, "
+            << plan->replicated << " replicated, " << plan->refused
+            << " refused\n";
   return plan->refused > 0 ? 1 : 0;
 }
 

@@ -80,12 +80,12 @@ absl::StatusOr<OutputFile> OutputFile::Create(const std::string& path,
     }
     if (errno != EEXIST) {
       return ValueErrorCat(who, ": cannot create ",
-                           Quoted(shown.empty() ? path : shown), ": ",
+                           QuotedPath(shown.empty() ? path : shown), ": ",
                            std::strerror(errno));
     }
   }
   return ValueErrorCat(who, ": cannot create ",
-                       Quoted(shown.empty() ? path : shown),
+                       QuotedPath(shown.empty() ? path : shown),
                        ": no free temporary name beside it");
 }
 
@@ -106,7 +106,7 @@ OutputFile::~OutputFile() {
 }
 
 absl::Status OutputFile::Error(absl::string_view what, int error) const {
-  return ValueErrorCat(who_, ": cannot ", what, " ", Quoted(shown_), ": ",
+  return ValueErrorCat(who_, ": cannot ", what, " ", QuotedPath(shown_), ": ",
                        std::strerror(error));
 }
 
@@ -160,6 +160,12 @@ absl::Status OutputFile::Commit() {
   return absl::OkStatus();
 }
 
+std::string WithoutTrailingSlashes(const std::string& path) {
+  size_t end = path.size();
+  while (end > 1 && path[end - 1] == '/') --end;
+  return path.substr(0, end);
+}
+
 absl::StatusOr<std::string> CreateStagingDirectory(const std::string& path,
                                                    absl::string_view who) {
   for (int attempt = 0; attempt < 16; ++attempt) {
@@ -167,24 +173,24 @@ absl::StatusOr<std::string> CreateStagingDirectory(const std::string& path,
     if (mkdir(staging.c_str(), 0755) == 0) return staging;
     if (errno != EEXIST) {
       return ValueErrorCat(who, ": cannot create a directory beside ",
-                           Quoted(path), ": ", std::strerror(errno));
+                           QuotedPath(path), ": ", std::strerror(errno));
     }
   }
-  return ValueErrorCat(who, ": cannot create a directory beside ", Quoted(path),
-                       ": no free temporary name");
+  return ValueErrorCat(who, ": cannot create a directory beside ",
+                       QuotedPath(path), ": no free temporary name");
 }
 
 absl::Status RemoveTree(const std::string& path) {
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) {
     return errno == ENOENT ? absl::OkStatus()
-                           : ValueErrorCat("cannot remove ", Quoted(path), ": ",
-                                           std::strerror(errno));
+                           : ValueErrorCat("cannot remove ", QuotedPath(path),
+                                           ": ", std::strerror(errno));
   }
   if (S_ISDIR(st.st_mode)) {
     DIR* dir = opendir(path.c_str());
     if (dir == nullptr) {
-      return ValueErrorCat("cannot remove ", Quoted(path), ": ",
+      return ValueErrorCat("cannot remove ", QuotedPath(path), ": ",
                            std::strerror(errno));
     }
     std::vector<std::string> names;
@@ -198,13 +204,13 @@ absl::Status RemoveTree(const std::string& path) {
       if (!removed.ok()) return removed;
     }
     if (rmdir(path.c_str()) != 0) {
-      return ValueErrorCat("cannot remove ", Quoted(path), ": ",
+      return ValueErrorCat("cannot remove ", QuotedPath(path), ": ",
                            std::strerror(errno));
     }
     return absl::OkStatus();
   }
   if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return ValueErrorCat("cannot remove ", Quoted(path), ": ",
+    return ValueErrorCat("cannot remove ", QuotedPath(path), ": ",
                          std::strerror(errno));
   }
   return absl::OkStatus();
@@ -243,20 +249,20 @@ absl::Status CheckDestination(const std::string& path, bool directory,
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT) return absl::OkStatus();
-    return ValueErrorCat(who, ": cannot write ", Quoted(path), ": ",
+    return ValueErrorCat(who, ": cannot write ", QuotedPath(path), ": ",
                          std::strerror(errno));
   }
   if (directory != S_ISDIR(st.st_mode) ||
       (!directory && !S_ISREG(st.st_mode))) {
     return ValueErrorCat(
-        who, ": cannot write ", Quoted(path), ": it exists ",
+        who, ": cannot write ", QuotedPath(path), ": it exists ",
         S_ISDIR(st.st_mode) ? "as a directory" : "and is not a directory",
         "; it is not replaced");
   }
   if (directory && IsEmptyDirectory(path)) return absl::OkStatus();
   if (!overwrite) {
-    return ValueErrorCat(who, ": ", Quoted(path),
-                         " exists; --overwrite (overwrite=True) replaces it");
+    return ValueErrorCat(who, ": ", QuotedPath(path),
+                         " exists; --overwrite replaces it");
   }
   return absl::OkStatus();
 }
@@ -266,8 +272,8 @@ absl::Status PublishDirectory(const std::string& staging,
                               absl::string_view who) {
   if (rename(staging.c_str(), path.c_str()) == 0) return absl::OkStatus();
   if ((errno != ENOTEMPTY && errno != EEXIST) || !overwrite) {
-    return ValueErrorCat(who, ": cannot rename ", Quoted(staging), " to ",
-                         Quoted(path), ": ", std::strerror(errno));
+    return ValueErrorCat(who, ": cannot rename ", QuotedPath(staging), " to ",
+                         QuotedPath(path), ": ", std::strerror(errno));
   }
   // Swap the two in one step where the file system can (the old checkpoint
   // then sits under the staging name and is removed), else move the old one
@@ -277,10 +283,15 @@ absl::Status PublishDirectory(const std::string& staging,
     return RemoveTree(staging);
   }
   const std::string aside = NextTemporaryName(path);
-  if (rename(path.c_str(), aside.c_str()) != 0 ||
-      rename(staging.c_str(), path.c_str()) != 0) {
-    return ValueErrorCat(who, ": cannot replace ", Quoted(path), ": ",
+  if (rename(path.c_str(), aside.c_str()) != 0) {
+    return ValueErrorCat(who, ": cannot replace ", QuotedPath(path), ": ",
                          std::strerror(errno));
+  }
+  if (rename(staging.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    rename(aside.c_str(), path.c_str());  // The old one back in place.
+    return ValueErrorCat(who, ": cannot replace ", QuotedPath(path), ": ",
+                         std::strerror(error));
   }
   return RemoveTree(aside);
 }

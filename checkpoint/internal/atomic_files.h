@@ -66,6 +66,9 @@ class OutputFile {
   int64_t written_ = 0;
 };
 
+// `path` without trailing slashes ("out/" -> "out"; "/" stays).
+std::string WithoutTrailingSlashes(const std::string& path);
+
 // A new empty directory beside `path` named as a temporary of it.
 absl::StatusOr<std::string> CreateStagingDirectory(const std::string& path,
                                                    absl::string_view who);

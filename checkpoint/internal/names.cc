@@ -54,6 +54,10 @@ std::string Quoted(absl::string_view s) {
                       "\"");
 }
 
+std::string QuotedPath(absl::string_view path) {
+  return absl::StrCat("\"", path, "\"");
+}
+
 std::string ShapeText(absl::Span<const int64_t> shape) {
   return absl::StrCat("(", absl::StrJoin(shape, ","), ")");
 }

@@ -32,6 +32,9 @@ absl::string_view ToSafetensorsName(const DType& dtype);
 
 // "\"NAME\"", cut after 80 characters ("...").
 std::string Quoted(absl::string_view s);
+// A file's path in double quotes, whole (a path is at most PATH_MAX bytes):
+// what a write error names.
+std::string QuotedPath(absl::string_view path);
 // "(2,3,64)".
 std::string ShapeText(absl::Span<const int64_t> shape);
 

@@ -10,6 +10,7 @@ from . import _strata
 from . import dtype
 from . import layout
 from . import _framework
+from . import distributed
 from ._strata import (
     Carrier,
     ExternalCarrier,
