@@ -35,6 +35,8 @@ std::string Quoted(absl::string_view s) { return absl::StrCat("\"", s, "\""); }
 
 int64_t PageSize() { return static_cast<int64_t>(sysconf(_SC_PAGESIZE)); }
 
+int64_t PageSize();
+
 // The mappings of one rank, one per distinct (file, span).
 class Spans {
  public:
@@ -44,7 +46,10 @@ class Spans {
     if (auto it = regions_.find(key); it != regions_.end()) return it->second;
     STRATA_ASSIGN_OR_RETURN(std::shared_ptr<const MappedRegion> region,
                             MappedRegion::Map(file, begin, end - begin));
-    mapped_bytes_ += end - begin;
+    // The mapping's whole pages (a span that ends with its file ends
+    // mid-page; the page is mapped all the same).
+    const int64_t page = PageSize();
+    mapped_bytes_ += (end - begin + page - 1) / page * page;
     regions_.emplace(key, region);
     return region;
   }
