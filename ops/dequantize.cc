@@ -568,7 +568,25 @@ absl::StatusOr<Tensor> LevelBytes(const Tensor& level) {
   }
   std::vector<int64_t> shape, stride;
   for (const Layout& mode : TopLevelModes(level.layout())) {
-    const Layout flat = Coalesce(mode);
+    // The memory a mode reaches: its broadcast leaves (stride 0: a ragged
+    // grid's merging leaf, a broadcast) reach no other value and count once.
+    std::vector<IntTuple> kept_shape, kept_stride;
+    const auto leaf_shape = mode.shape().leaves();
+    const auto leaf_stride = mode.stride().leaves();
+    for (size_t k = 0; k < leaf_shape.size(); ++k) {
+      if (leaf_stride[k] != 0 || leaf_shape[k] == 0) {
+        kept_shape.push_back(IntTuple(leaf_shape[k]));
+        kept_stride.push_back(IntTuple(leaf_stride[k]));
+      }
+    }
+    if (kept_shape.empty()) {
+      kept_shape.push_back(IntTuple(1));
+      kept_stride.push_back(IntTuple(0));
+    }
+    STRATA_ASSIGN_OR_RETURN(const Layout distinct,
+                            Layout::Create(IntTuple::Tuple(kept_shape),
+                                           IntTuple::Tuple(kept_stride)));
+    const Layout flat = Coalesce(distinct);
     if (!flat.shape().is_leaf()) {
       return ValueErrorCat(kOp, ": the mode ", mode.ToString(), " of ",
                            level.layout().ToString(), " is not one stride");

@@ -80,9 +80,12 @@ absl::StatusOr<std::vector<Tensor>> Levels(const Tensor& t);
 // extent times the value's bytes (halved for 4-bit values), every other
 // stride in bytes. It is a view of the same bytes over an external carrier
 // that holds `level`'s carrier alive, read-only where that one is, at that
-// one's version. Errors (ValueError): a multi-subtensor Tensor; a carrier
-// without host data; a mode that is not one stride, a last mode that is not
-// unit stride; a 4-bit level whose rows start or end mid-byte.
+// one's version. A mode's broadcast leaves (stride 0: the merging leaf of a
+// ragged 128x128 scale grid) reach no other byte and are left out: the
+// level's distinct memory. Errors (ValueError): a multi-subtensor Tensor; a
+// carrier without host data; a mode that is not one stride once they are,
+// a last mode that is not unit stride; a 4-bit level whose rows start or end
+// mid-byte.
 absl::StatusOr<Tensor> LevelBytes(const Tensor& level);
 
 }  // namespace strata

@@ -423,6 +423,28 @@ for bad in '+1' ' 1' '1 ' '0x1' '1.0' '' '-' '(1)'; do
 done
 out=$("$strata" shard "$TEST_TMPDIR/ds.textproto" - -2 4); status=$?
 [ "$status" = 0 ] && echo "$out" | head -1 | grep -q '^granule=128 extent=576$' || fail "shard DIM -2: $status $out"
+
+# strata shard CHECKPOINT --rules FILE --parts N (checkpoints.md section 3): one line per
+# tensor, the counts; exit 1 when a tensor is refused (with its padding), 2 for a rules
+# file line that is not REGEX DIM (named) or arguments of another form.
+split_set=tests/golden/gguf/split
+printf '# column parallel\nb\\.q8_0 0\na\\.f32 0  # rows\n' > "$TEST_TMPDIR/rules.txt"
+out=$("$strata" shard "$split_set" --rules "$TEST_TMPDIR/rules.txt" --parts 2); status=$?
+expected=$'a.f32 dim=0 granule=1 parts=2 OK\nb.q8_0 dim=0 granule=1 parts=2 OK\nc.f16 replicated\n3 tensors: 2 split, 1 replicated, 0 refused'
+[ "$status" = 0 ] && [ "$out" = "$expected" ] || fail "shard --rules: $status $out"
+out=$("$strata" shard "$split_set" --rules "$TEST_TMPDIR/rules.txt" --parts 4); status=$?
+[ "$status" = 1 ] && echo "$out" | head -1 | grep -q '^a.f32 dim=0 granule=1 parts=4 ValueError: .* pad=4$' &&
+  [ "$(echo "$out" | tail -1)" = "3 tensors: 1 split, 1 replicated, 1 refused" ] || fail "shard --rules refused: $status $out"
+printf 'a 0\nb\n' > "$TEST_TMPDIR/bad_rules.txt"
+out=$("$strata" shard "$split_set" --rules "$TEST_TMPDIR/bad_rules.txt" --parts 2 2>&1); status=$?
+[ "$status" = 2 ] && echo "$out" | grep -q 'line 2 ("b"): not REGEX DIM' || fail "shard bad rules: $status $out"
+printf '(a 0\n' > "$TEST_TMPDIR/bad_regex.txt"
+out=$("$strata" shard "$split_set" --rules "$TEST_TMPDIR/bad_regex.txt" --parts 2 2>&1); status=$?
+[ "$status" = 2 ] && echo "$out" | grep -q 'line 1 .*not RE2' || fail "shard bad regex: $status $out"
+for bad in x 0 -1 +2; do
+  "$strata" shard "$split_set" --rules "$TEST_TMPDIR/rules.txt" --parts "$bad" >/dev/null 2>&1; status=$?
+  [ "$status" = 2 ] || fail "shard --parts '$bad' exit $status, want 2"
+done
 # BLOCKED_MODE is '-' where formats.md's table fixes the blocks, an exact integer elsewhere.
 ones64="$TEST_TMPDIR/ones_4x64.f32"
 /usr/bin/printf '\x00\x00\x80\x3f%.0s' $(seq 256) > "$ones64"

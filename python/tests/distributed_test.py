@@ -109,17 +109,10 @@ def file_rss(directory):
 
 
 def level_bytes(t):
-    """The uint8 views of a Tensor's levels (codes, then scales); a level
-    whose layout DLPack cannot say (the stride-0 merging leaf of a ragged
-    128x128 scale grid) is stood for by the Tensor's dequantized values."""
+    """The uint8 views of a Tensor's levels (codes, then scales; a ragged
+    128x128 scale grid's distinct bytes)."""
     levels = t.levels if len(t.levels) > 1 else (t,)
-    out = []
-    for level in levels:
-        try:
-            out.append(level.bytes())
-        except ValueError:
-            out.append(strata.dequantize(t, "float32"))
-    return out
+    return [level.bytes() for level in levels]
 
 
 def as_numpy(t):
