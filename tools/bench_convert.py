@@ -365,6 +365,8 @@ def bench_size(args, workdir, nbytes, strata):
         remove(cp_dst)
     sync()
 
+    log("  strata once more, its memory sampled (anonymous / file-mapped)")
+    split = rss_split(args, workdir, src, strata)
     perf = None
     if args.perf:
         perf = profile(args, workdir, src, strata)
@@ -424,6 +426,9 @@ def bench_size(args, workdir, nbytes, strata):
         "largest_tensor": tensor_name,
         "largest_tensor_out_bytes": tensor_out,
         "rss_minus_tensor": rss - tensor_out,
+        "rss_split": split,
+        "dirty_limit_bytes": dirty_limit(),
+        "page_cache_need_bytes": in_bytes + 2 * out_tree,
         "perf": perf,
     }
     res["targets"] = {
@@ -438,6 +443,53 @@ def bench_size(args, workdir, nbytes, strata):
 
 def verdict(ok):
     return "PASS" if ok else "MISS"
+
+
+def dirty_limit():
+    """~ the kernel's dirty_bytes threshold (dirty_ratio of the available memory): a
+    writer past it is throttled to the disk's writeback speed."""
+    try:
+        with open("/proc/sys/vm/dirty_bytes") as f:
+            b = int(f.read())
+        if b:
+            return b
+        with open("/proc/sys/vm/dirty_ratio") as f:
+            ratio = int(f.read())
+        with open("/proc/meminfo") as f:
+            avail = next(int(l.split()[1]) * 1024 for l in f if l.startswith("MemAvailable:"))
+        return avail * ratio // 100
+    except (OSError, ValueError, StopIteration):
+        return None
+
+
+def rss_split(args, workdir, src, strata, period=0.01):
+    """One untimed conversion with /proc/PID/status sampled every `period` s: the peaks of
+    VmHWM, RssAnon (heap, buffers) and RssFile (pages of mapped files, e.g. the source,
+    which count in the resident size but are page cache the kernel may drop)."""
+    out = os.path.join(workdir, "out-rss")
+    remove(out)
+    warm(src)
+    sync()
+    p = subprocess.Popen(["taskset", "-c", str(args.cpu), strata, "convert", src, out,
+                          "--to", "bfloat16", "--quiet"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    peak = {}
+    while p.poll() is None:
+        try:
+            with open("/proc/%d/status" % p.pid) as f:
+                for line in f:
+                    k = line.split(":", 1)[0]
+                    if k in ("VmHWM", "RssAnon", "RssFile"):
+                        peak[k] = max(peak.get(k, 0), int(line.split()[1]) * 1024)
+        except (OSError, ValueError, IndexError):
+            pass
+        time.sleep(period)
+    remove(out)
+    sync()
+    if p.returncode != 0 or not peak:
+        return None
+    return {"hwm": peak.get("VmHWM", 0), "anon": peak.get("RssAnon", 0),
+            "file": peak.get("RssFile", 0)}
 
 
 def profile(args, workdir, src, strata):
@@ -546,6 +598,24 @@ def print_report(m, results, strata):
         else:
             extra.append("numpy %s" % r["numpy_note"])
         print("%s: %s" % (r["size"], "; ".join(extra)))
+        sp = r.get("rss_split")
+        if sp:
+            print("  memory (one more run, /proc sampled every 10 ms): VmHWM %s; peak "
+                  "RssAnon %s (minus the largest tensor's output: %s); peak RssFile %s "
+                  "(mapped source pages, counted in RSS)" % (
+                      mib(sp["hwm"]), mib(sp["anon"]),
+                      mib(sp["anon"] - r["largest_tensor_out_bytes"]), mib(sp["file"])))
+        dl = r.get("dirty_limit_bytes")
+        if dl and r["output_bytes"] > dl:
+            print("  note: the output (%s) exceeds the kernel's dirty limit (~%s): writers "
+                  "are throttled to the disk's writeback speed, so strata and cp times at "
+                  "this size measure the disk, not the page cache" % (
+                      gb(r["output_bytes"]), gb(dl)))
+        mem = m.get("memory_bytes")
+        if mem and r["page_cache_need_bytes"] > 0.8 * mem:
+            print("  note: source + cp's source + one output = %s of page cache against "
+                  "%.1f GiB of RAM: the warm source may be partly evicted while writing" % (
+                      gb(r["page_cache_need_bytes"]), mem / GiB))
         if r.get("perf"):
             p = r["perf"]
             if "error" in p:
@@ -648,7 +718,7 @@ def main(argv=None):
             print_report(m, results, strata)
         return 1
     finally:
-        for d in ("out-strata", "out-cp", "out-numpy", "out-perf"):
+        for d in ("out-strata", "out-cp", "out-numpy", "out-perf", "out-rss"):
             remove(os.path.join(workdir, d))
         for n in sizes:
             remove(os.path.join(workdir, "cp-src-" + size_label(n)))
