@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 names=("$@")
-[ ${#names[@]} -gt 0 ] || names=(layout replay proto api safetensors gguf directory)
+[ ${#names[@]} -gt 0 ] || names=(layout replay proto api safetensors gguf directory rules)
 
 source tools/install.sh
 install_packages clang libclang-rt-dev
