@@ -49,6 +49,10 @@ namespace {
 
 constexpr char kWho[] = "strata convert";
 
+// The bytes a conversion holds at once per step (NOTE [ Dequantizing in
+// chunks ]).
+constexpr int64_t kChunkBytes = int64_t{4} << 20;
+
 std::string Quote(const std::string& s) { return absl::StrCat("\"", s, "\""); }
 
 // The absolute, symlink-free form of `path`, also for a path that does not
@@ -102,7 +106,9 @@ int64_t FirstByte(const Tensor& t) {
   return mapped->file_offset() + s.offset * s.storage_dtype->bits() / 8;
 }
 
-// Gives back the mapped pages a Tensor's levels were read from.
+// Gives back the mapped pages a Tensor's levels reach (of a view: only the
+// bytes from its first value to its last), so that what a conversion has
+// read stops counting as resident (MappedRegion::DropPages).
 void DropInputPages(const Tensor& t) {
   for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
     const auto* mapped = dynamic_cast<const MappedCarrier*>(s.carrier.get());
@@ -111,10 +117,45 @@ void DropInputPages(const Tensor& t) {
       continue;
     }
     const MappedRegion& region = *mapped->region();
-    const int64_t begin =
+    const int bits = s.storage_dtype->bits();
+    const int64_t carrier_begin =
         static_cast<const uint8_t*>(mapped->data()) - region.data();
-    region.DropPages(begin, mapped->size_in_bytes());
+    const int64_t first = carrier_begin + s.offset * bits / 8;
+    const int64_t last =
+        carrier_begin + ((s.offset + s.placement.cosize()) * bits + 7) / 8;
+    region.DropPages(first, std::max<int64_t>(last - first, 0));
   }
+}
+
+// Whether `t` is one level of compact row-major values over a file's
+// mapping, from a whole byte (what StreamCopy streams).
+bool IsCompactMapped(const Tensor& t) {
+  if (t.num_subtensors() != 1 || t.dtype().AsSimple() == nullptr) return false;
+  const auto* mapped = dynamic_cast<const MappedCarrier*>(t.carrier().get());
+  absl::StatusOr<Layout> row_major = Layout::RowMajor(t.layout().shape());
+  return mapped != nullptr && !mapped->anonymous() &&
+         mapped->region() != nullptr && row_major.ok() &&
+         *row_major == t.layout() &&
+         (t.offset() * t.dtype().AsSimple()->bits()) % 8 == 0;
+}
+
+// The bytes of such a Tensor handed to `sink` a chunk at a time, each
+// chunk's pages given back once written (a copied tensor never holds more
+// than a chunk resident).
+absl::Status StreamCopy(const Tensor& t, const TensorToWrite::Sink& sink) {
+  const SimpleDType& dtype = *t.dtype().AsSimple();
+  STRATA_ASSIGN_OR_RETURN(const int64_t bytes, StorageBytes(dtype, t.size()));
+  const auto* mapped = static_cast<const MappedCarrier*>(t.carrier().get());
+  const MappedRegion& region = *mapped->region();
+  const uint8_t* begin = static_cast<const uint8_t*>(mapped->data()) +
+                         t.offset() * dtype.bits() / 8;
+  for (int64_t at = 0; at < bytes; at += kChunkBytes) {
+    const int64_t n = std::min(kChunkBytes, bytes - at);
+    STRATA_RETURN_IF_ERROR(sink(absl::string_view(
+        reinterpret_cast<const char*>(begin + at), static_cast<size_t>(n))));
+    region.DropPages(begin + at - region.data(), n);
+  }
+  return absl::OkStatus();
 }
 
 int64_t TensorBytes(const Tensor& t) {
@@ -133,8 +174,6 @@ int64_t TensorBytes(const Tensor& t) {
 // costs no page fault after the first chunk and no more memory than the
 // buffer; a Tensor whose chunks are not views (a 1-D one, whole-tensor
 // blocks) is dequantized whole.
-constexpr int64_t kChunkBytes = int64_t{4} << 20;
-
 class ChunkBuffer {
  public:
   // A Tensor of `dtype` and `shape` over the buffer (grown when needed).
@@ -187,6 +226,7 @@ absl::Status StreamDequantized(const Tensor& t, const SimpleDType& to,
     STRATA_ASSIGN_OR_RETURN(const Tensor out, buffer.View(to, out_shape));
     STRATA_RETURN_IF_ERROR(DequantizeInto(out, rows));
     STRATA_RETURN_IF_ERROR(write(out));
+    DropInputPages(rows);
   }
   return absl::OkStatus();
 }
@@ -452,6 +492,11 @@ absl::StatusOr<ConvertReport> ConvertCheckpoint(const std::string& src,
     const Tensor source = t;
     if (item.fate == Item::Fate::kCopy) {
       w.make = [source]() -> absl::StatusOr<Tensor> { return source; };
+      if (IsCompactMapped(source)) {
+        w.stream = [source](const TensorToWrite::Sink& sink) {
+          return StreamCopy(source, sink);
+        };
+      }
     } else if (plain) {
       const SimpleDType* out = to->AsSimple();
       w.make = [source, out]() { return Dequantize(source, *out); };
