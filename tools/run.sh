@@ -4,6 +4,7 @@
 #   tools/run.sh test [ARGS...]  run every test (bazel test //... ARGS, e.g. --config=asan)
 #   tools/run.sh python [ARGS]   /usr/bin/python3 ARGS with the built package `strata`
 #                                importable (python -c "import strata; ...")
+#   tools/run.sh wheel [DIR]     the package as a wheel pip installs, in DIR (dist/)
 # Both first install the Debian packages that are missing (as root with apt-get, else
 # through sudo) and say what they install.
 set -euo pipefail
@@ -15,7 +16,8 @@ packages=(bazel-bootstrap g++ pkg-config libabsl-dev libgtest-dev libbenchmark-d
 
 # The Python package (//python): Debian's interpreter with its headers, pybind11, and
 # the peers and test runner its tests use.
-python_packages=(python3 python3-dev pybind11-dev python3-numpy python3-torch python3-pytest)
+python_packages=(python3 python3-dev pybind11-dev python3-numpy python3-torch python3-pytest
+  python3-venv python3-pip)
 
 source tools/install.sh
 install_missing() { install_packages "${packages[@]}"; }
@@ -54,12 +56,21 @@ case "$command" in
     cd "$caller_dir"
     exec /usr/bin/python3 "$@"
     ;;
+  wheel)  # tools/run.sh wheel [DIR]: the package as a wheel in DIR (default dist/)
+    install_packages "${packages[@]}" "${python_packages[@]}"
+    out="${1:-dist}"
+    case "$out" in /*) ;; *) out="$caller_dir/$out" ;; esac
+    bazel build --config=opt --noshow_progress //python:shell //tools:strata 2>/dev/null ||
+      bazel build --config=opt //python:shell //tools:strata
+    exec /usr/bin/python3 tools/wheel.py --binary bazel-bin/tools/strata \
+      --package bazel-bin/python/shell.runfiles/strata/python/strata --out "$out"
+    ;;
   build-only)  # Installs the build dependencies of //... only (tools/bench.sh, fence).
     install_packages "${packages[@]}" "${python_packages[@]}"
     ;;
   *)
     echo "usage: tools/run.sh demo | tools/run.sh test [bazel test options] |" \
-      "tools/run.sh python [python3 arguments]" >&2
+      "tools/run.sh python [python3 arguments] | tools/run.sh wheel [DIR]" >&2
     exit 2
     ;;
 esac
