@@ -29,6 +29,24 @@ MappedRegion::~MappedRegion() {
   if (mapping_ != nullptr) munmap(mapping_, mapping_bytes_);
 }
 
+namespace {
+#ifndef MADV_POPULATE_READ
+constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack it.
+#endif
+}  // namespace
+
+void MappedRegion::Populate(int64_t begin, int64_t length) const {
+  if (anonymous() || mapping_ == nullptr || begin < 0 || length <= 0 ||
+      begin > length_ || length > length_ - begin) {
+    return;
+  }
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first =
+      reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + begin + length);
+  madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ);
+}
+
 void MappedRegion::DropPages(int64_t begin, int64_t length) const {
   if (anonymous() || mapping_ == nullptr || begin < 0 || length <= 0 ||
       begin > length_ || length > length_ - begin) {

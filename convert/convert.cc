@@ -106,10 +106,10 @@ int64_t FirstByte(const Tensor& t) {
   return mapped->file_offset() + s.offset * s.storage_dtype->bits() / 8;
 }
 
-// Gives back the mapped pages a Tensor's levels reach (of a view: only the
-// bytes from its first value to its last), so that what a conversion has
-// read stops counting as resident (MappedRegion::DropPages).
-void DropInputPages(const Tensor& t) {
+// Calls op(region, begin, length) for the mapped bytes each level of `t`
+// reaches (of a view: from its first value to its last).
+template <typename Op>
+void ForEachMappedRange(const Tensor& t, const Op& op) {
   for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
     const auto* mapped = dynamic_cast<const MappedCarrier*>(s.carrier.get());
     if (mapped == nullptr || mapped->anonymous() ||
@@ -123,8 +123,23 @@ void DropInputPages(const Tensor& t) {
     const int64_t first = carrier_begin + s.offset * bits / 8;
     const int64_t last =
         carrier_begin + ((s.offset + s.placement.cosize()) * bits + 7) / 8;
-    region.DropPages(first, std::max<int64_t>(last - first, 0));
+    op(region, first, std::max<int64_t>(last - first, 0));
   }
+}
+
+// Gives back the pages of what a conversion has read, so that it stops
+// counting as resident (MappedRegion::DropPages).
+void DropInputPages(const Tensor& t) {
+  ForEachMappedRange(
+      t, [](const MappedRegion& region, int64_t begin, int64_t length) {
+        region.DropPages(begin, length);
+      });
+}
+
+// Maps the pages it is about to read in one step (MappedRegion::Populate).
+void PopulateInputPages(const Tensor& t) {
+  ForEachMappedRange(t, [](const MappedRegion& region, int64_t begin,
+                           int64_t length) { region.Populate(begin, length); });
 }
 
 // Whether `t` is one level of compact row-major values over a file's
@@ -151,6 +166,7 @@ absl::Status StreamCopy(const Tensor& t, const TensorToWrite::Sink& sink) {
                          t.offset() * dtype.bits() / 8;
   for (int64_t at = 0; at < bytes; at += kChunkBytes) {
     const int64_t n = std::min(kChunkBytes, bytes - at);
+    region.Populate(begin + at - region.data(), n);
     STRATA_RETURN_IF_ERROR(sink(absl::string_view(
         reinterpret_cast<const char*>(begin + at), static_cast<size_t>(n))));
     region.DropPages(begin + at - region.data(), n);
@@ -224,6 +240,7 @@ absl::Status StreamDequantized(const Tensor& t, const SimpleDType& to,
     std::vector<int64_t> out_shape = shape;
     out_shape[0] = last - first;
     STRATA_ASSIGN_OR_RETURN(const Tensor out, buffer.View(to, out_shape));
+    PopulateInputPages(rows);
     STRATA_RETURN_IF_ERROR(DequantizeInto(out, rows));
     STRATA_RETURN_IF_ERROR(write(out));
     DropInputPages(rows);
