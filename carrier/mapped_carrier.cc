@@ -35,23 +35,12 @@ constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack it.
 #endif
 }  // namespace
 
-void MappedRegion::Populate(int64_t begin, int64_t length) const {
+void MappedRegion::Advise(int64_t begin, int64_t length, int advice) const {
   if (anonymous() || mapping_ == nullptr || begin < 0 || length <= 0 ||
       begin > length_ || length > length_ - begin) {
     return;
   }
-  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first =
-      reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(data_ + begin + length);
-  madvise(reinterpret_cast<void*>(first), end - first, MADV_POPULATE_READ);
-}
-
-void MappedRegion::DropPages(int64_t begin, int64_t length) const {
-  if (anonymous() || mapping_ == nullptr || begin < 0 || length <= 0 ||
-      begin > length_ || length > length_ - begin) {
-    return;
-  }
+  // The whole pages the bytes touch, within the mapping.
   const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first =
       reinterpret_cast<uintptr_t>(data_ + begin) & ~(page - 1);
@@ -61,8 +50,16 @@ void MappedRegion::DropPages(int64_t begin, int64_t length) const {
   const uintptr_t last =
       std::min(((end + page - 1) & ~(page - 1)), mapping_end);
   if (last > first) {
-    madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+    madvise(reinterpret_cast<void*>(first), last - first, advice);
   }
+}
+
+void MappedRegion::Populate(int64_t begin, int64_t length) const {
+  Advise(begin, length, MADV_POPULATE_READ);
+}
+
+void MappedRegion::DropPages(int64_t begin, int64_t length) const {
+  Advise(begin, length, MADV_DONTNEED);
 }
 
 absl::StatusOr<std::shared_ptr<const MappedRegion>> MappedRegion::Map(

@@ -101,6 +101,9 @@ class MappedRegion {
   void Populate(int64_t begin, int64_t length) const;
 
  private:
+  // madvise(advice) over the whole pages of bytes [begin, begin + length) of
+  // a file's region; nothing for an anonymous one or a range outside.
+  void Advise(int64_t begin, int64_t length, int advice) const;
   MappedRegion(std::string path, int64_t offset, int64_t length,
                const uint8_t* data, void* mapping, size_t mapping_bytes)
       : path_(std::move(path)),
