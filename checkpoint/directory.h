@@ -19,9 +19,9 @@
 // listed member, under the file of its weight. MXFP4 pairs are formed within
 // a shard by its reader, and across shards here (P.blocks in one, P.scales
 // in another, each level mapped from its own file), reported under the file
-// of P.blocks. Symbolic links are followed, out of the directory too (the Hugging
-// Face cache links each snapshot's files to its blobs/); what a name reaches
-// must be a regular safetensors file, as the reader checks.
+// of P.blocks. Symbolic links are followed, out of the directory too (the
+// Hugging Face cache links each snapshot's files to its blobs/); what a name
+// reaches must be a regular safetensors file, as the reader checks.
 //
 // Errors of the directory (the returned status, a ValueError naming the file
 // and the reason; `strata import` exits 2): no index, model.safetensors or

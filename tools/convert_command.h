@@ -14,8 +14,8 @@ namespace strata {
 // per file written ("wrote PATH") on standard output unless --quiet. Each
 // refused tensor is named on standard error with its reason; the summary
 // line "converted N, copied M, refused R; B bytes in T s (X MB/s)" ends
-// standard output. SIGINT, SIGTERM, SIGHUP and SIGPIPE stop the conversion at the
-// next chunk; its temporary files are removed and the signal then ends the
+// standard output. SIGINT, SIGTERM, SIGHUP and SIGPIPE stop the conversion at
+// the next chunk; its temporary files are removed and the signal then ends the
 // process as it would have. Exit status: 0 every tensor converted or copied;
 // 1 some refused (the rest written); 2 the arguments, a SRC that is not a
 // checkpoint, a DST that cannot be written (nothing left behind but what
