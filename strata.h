@@ -18,9 +18,7 @@
 #include "checkpoint/safetensors.h"        // IWYU pragma: export
 #include "checkpoint/tensor_to_write.h"    // IWYU pragma: export
 #include "convert/convert.h"               // IWYU pragma: export
-#include "core/errors.h"                   // IWYU pragma: export
 #include "core/mutation_snapshot.h"        // IWYU pragma: export
-#include "core/status_macros.h"            // IWYU pragma: export
 #include "core/tensor.h"                   // IWYU pragma: export
 #include "dtype/block_scale_rule.h"        // IWYU pragma: export
 #include "dtype/dtype.h"                   // IWYU pragma: export
@@ -36,6 +34,8 @@
 #include "ops/ops.h"                       // IWYU pragma: export
 #include "ops/quantize.h"                  // IWYU pragma: export
 #include "proto/codec.h"                   // IWYU pragma: export
+#include "util/errors.h"                   // IWYU pragma: export
+#include "util/status_macros.h"            // IWYU pragma: export
 #include "views/shard_plan.h"              // IWYU pragma: export
 #include "views/views.h"                   // IWYU pragma: export
 

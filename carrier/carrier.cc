@@ -12,8 +12,8 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
-#include "core/errors.h"
 #include "dtype/packing.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "carrier/carrier_registry.h"
-#include "core/errors.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

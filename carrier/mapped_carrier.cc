@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "dtype/packing.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -13,8 +13,8 @@
 #include "checkpoint/gguf.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

@@ -16,9 +16,9 @@
 #include "checkpoint/internal/atomic_files.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/internal/safetensors_file.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -21,7 +21,6 @@
 #include "carrier/carrier.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "dtype/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -29,6 +28,7 @@
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

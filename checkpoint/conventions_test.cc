@@ -15,7 +15,6 @@
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
@@ -24,6 +23,7 @@
 #include "gtest/gtest.h"
 #include "layout/layout.h"
 #include "ops/quantize.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

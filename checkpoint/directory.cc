@@ -30,9 +30,9 @@
 #include "checkpoint/internal/json_text.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -20,15 +20,15 @@
 #include "absl/strings/string_view.h"
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/internal/names.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/registry.h"
-#include "layout/checked_math.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

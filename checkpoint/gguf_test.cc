@@ -20,7 +20,6 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/float_formats.h"
@@ -28,6 +27,7 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "checkpoint/gguf.h"
-#include "core/errors.h"
 #include "dtype/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -19,6 +18,7 @@
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

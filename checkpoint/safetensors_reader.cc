@@ -24,17 +24,17 @@
 #include "checkpoint/internal/json_text.h"
 #include "checkpoint/internal/names.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
-#include "layout/checked_math.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "nlohmann/json.hpp"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

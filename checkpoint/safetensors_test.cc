@@ -15,7 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
@@ -25,6 +24,7 @@
 #include "layout/layout.h"
 #include "ops/dlpack.h"
 #include "ops/ops.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

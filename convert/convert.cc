@@ -26,9 +26,7 @@
 #include "checkpoint/directory.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dirent.h"
 #include "dtype/block_scale_rule.h"
@@ -40,6 +38,8 @@
 #include "ops/dequantize.h"
 #include "ops/requantize.h"
 #include "re2/re2.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 

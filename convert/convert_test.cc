@@ -17,7 +17,6 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/gguf.h"
-#include "core/errors.h"
 #include "dtype/registry.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -25,6 +24,7 @@
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -14,10 +14,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "core/errors.h"
-#include "core/internal/block_cache.h"
-#include "core/status_macros.h"
-#include "layout/checked_math.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/internal/block_cache.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {
@@ -438,7 +438,7 @@ struct Representation::DynamicStorage final : Representation {
 // and delete of its block (glibc: malloc and free through the thread cache)
 // were a quarter to a third of it. The blocks of Storage<1> to Storage<4>
 // have four fixed sizes, so each size is recycled through a list of the
-// releasing thread (core/internal/block_cache.h): a block released is taken
+// releasing thread (util/internal/block_cache.h): a block released is taken
 // again by the next representation of its size, and operator new is asked
 // only when the thread's list is empty. Each list keeps 16 KiB of blocks (at
 // least 4) and is returned to operator delete when its thread exits, so the
@@ -451,7 +451,7 @@ template <int N, typename... Args>
 std::shared_ptr<Representation> Representation::AllocateStorage(
     Args&&... args) {
   return std::allocate_shared<Storage<N>>(
-      core_internal::CachedBlockAllocator<Storage<N>>(),
+      util_internal::CachedBlockAllocator<Storage<N>>(),
       std::forward<Args>(args)...);
 }
 

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

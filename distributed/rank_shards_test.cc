@@ -13,7 +13,6 @@
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/checkpoint_writer.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
@@ -22,6 +21,7 @@
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

@@ -9,13 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "dtype/dtype.h"
 #include "dtype/registry.h"
 #include "layout/algebra.h"
-#include "layout/checked_math.h"
 #include "layout/small_vector.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -3,11 +3,12 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
 #include "dtype/registry.h"
+#include "dtype/testing.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
-#include "tests/test_util.h"
+#include "layout/testing.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

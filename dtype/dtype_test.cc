@@ -2,9 +2,9 @@
 
 #include <string>
 
-#include "core/errors.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

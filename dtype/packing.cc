@@ -2,8 +2,8 @@
 
 #include <cstring>
 
-#include "core/errors.h"
-#include "layout/checked_math.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
 
 namespace strata {
 

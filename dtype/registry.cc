@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "core/errors.h"
 #include "dtype/block_scale_rule.h"
+#include "util/errors.h"
 
 namespace strata {
 

@@ -10,10 +10,10 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "layout/algebra.h"
 #include "layout/layout.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

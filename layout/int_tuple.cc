@@ -5,9 +5,9 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
-#include "layout/checked_math.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

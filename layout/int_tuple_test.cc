@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "core/errors.h"
 #include "gtest/gtest.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

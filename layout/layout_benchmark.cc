@@ -5,8 +5,8 @@
 
 #include "benchmark/benchmark.h"
 #include "layout/algebra.h"
-#include "layout/alloc_counter.h"
 #include "layout/layout.h"
+#include "util/alloc_counter.h"
 
 namespace strata {
 namespace {

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
-#include "tests/test_util.h"
+#include "layout/testing.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/errors.h"
+#include "util/errors.h"
 
 namespace strata {
 

@@ -5,14 +5,14 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/element_io.h"
 #include "ops/internal/require.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

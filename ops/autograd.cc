@@ -12,12 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/mutation_snapshot.h"
-#include "core/status_macros.h"
 #include "dtype/registry.h"
 #include "ops/internal/require.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/views.h"
 
 namespace strata {

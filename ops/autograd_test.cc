@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "ops/ops.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

@@ -13,9 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/float_formats.h"
@@ -29,6 +27,8 @@
 #include "ops/internal/element_io.h"
 #include "ops/internal/iterate.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

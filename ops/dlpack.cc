@@ -8,15 +8,15 @@
 #include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/internal/block_cache.h"
-#include "core/status_macros.h"
 #include "dtype/registry.h"
 #include "dtype/scalar_type.h"
 #include "layout/algebra.h"
-#include "layout/checked_math.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/require.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/internal/block_cache.h"
+#include "util/status_macros.h"
 
 namespace strata {
 
@@ -38,7 +38,7 @@ struct ExportContext {
 // [ Recycled representation blocks ] in core/representation.cc): an export
 // and its deleter in a loop allocate nothing. The deleter may run on another
 // thread, which the cache allows.
-using ExportAllocator = core_internal::CachedBlockAllocator<ExportContext>;
+using ExportAllocator = util_internal::CachedBlockAllocator<ExportContext>;
 
 // Destroys a context and returns its block: the consumer's deleter, and the
 // owner of a context until the export hands it over.

@@ -6,15 +6,15 @@
 #include <vector>
 
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/internal/block_cache.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
-#include "layout/alloc_counter.h"
 #include "ops/ops.h"
 #include "tests/test_util.h"
+#include "util/alloc_counter.h"
+#include "util/errors.h"
+#include "util/internal/block_cache.h"
 #include "views/views.h"
 
 namespace strata {
@@ -136,7 +136,7 @@ TEST(DLPackTest, TheManagedTensorKeepsTheCarrierAliveUntilItsDeleter) {
 // The export's block is recycled (ExportAllocator in ops/dlpack.cc): in a
 // steady loop of exports and deleters, operator new is never called.
 TEST(DLPackTest, ExportsInALoopAllocateNothing) {
-  if (!core_internal::kBlockCacheRecycles) {
+  if (!util_internal::kBlockCacheRecycles) {
     GTEST_SKIP() << "AddressSanitizer: every block goes to operator new and "
                     "delete (which it replaces, uncounted)";
   }

@@ -9,8 +9,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "dtype/float_formats.h"
 #include "dtype/registry.h"
 #include "dtype/scalar_type.h"
@@ -19,6 +17,8 @@
 #include "ops/internal/iterate.h"
 #include "ops/internal/require.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

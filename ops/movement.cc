@@ -8,8 +8,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "layout/algebra.h"
 #include "layout/layout.h"
 #include "ops/internal/checks.h"
@@ -18,6 +16,8 @@
 #include "ops/internal/iterate.h"
 #include "ops/internal/require.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

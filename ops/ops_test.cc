@@ -10,13 +10,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/random_layouts.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

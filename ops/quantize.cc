@@ -10,15 +10,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
-#include "layout/checked_math.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
 #include "ops/internal/quantize_chunk.h"
@@ -26,6 +23,9 @@
 #include "ops/internal/quantize_kernel.h"
 #include "ops/internal/require.h"
 #include "ops/internal/scale_grid.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

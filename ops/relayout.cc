@@ -16,19 +16,19 @@
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/algebra.h"
-#include "layout/checked_math.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/internal/iterate.h"
 #include "ops/internal/scale_grid.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -10,9 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/float_formats.h"
@@ -24,6 +22,8 @@
 #include "ops/internal/iterate.h"
 #include "ops/internal/quantize_chunk.h"
 #include "ops/relayout.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 

@@ -14,9 +14,7 @@
 #include "carrier/carrier.h"
 #include "carrier/carrier_registry.h"
 #include "carrier/mapped_carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
@@ -24,6 +22,8 @@
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
 #include "layout/layout.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -12,13 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
 #include "layout/random_layouts.h"
 #include "proto/examples.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

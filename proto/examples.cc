@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "ops/quantize.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

@@ -10,9 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
-#include "core/errors.h"
 #include "dtype/packing.h"
 #include "python/binding.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace python {

@@ -13,10 +13,10 @@
 #include "checkpoint/checkpoint_writer.h"
 #include "checkpoint/tensor_to_write.h"
 #include "convert/convert.h"
-#include "core/errors.h"
 #include "distributed/rank_shards.h"
 #include "ops/quantize.h"
 #include "python/binding.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace python {

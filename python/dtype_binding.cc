@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/errors.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/dtype.h"
 #include "dtype/registry.h"
 #include "dtype/representation_rule.h"
 #include "python/binding.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace python {

@@ -1,5 +1,5 @@
 // Strata's error kinds as Python's exceptions (python.md, "Errors").
-#include "core/errors.h"
+#include "util/errors.h"
 
 #include <array>
 #include <atomic>

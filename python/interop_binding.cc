@@ -9,7 +9,6 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
@@ -18,6 +17,7 @@
 #include "ops/requantize.h"
 #include "proto/codec.h"
 #include "python/binding.h"
+#include "util/errors.h"
 #include "views/shard_plan.h"
 
 namespace strata {

@@ -3,10 +3,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "layout/algebra.h"
 #include "layout/layout.h"
 #include "python/binding.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace python {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "dtype/dtype.h"
 #include "dtype/representation_rule.h"
 #include "python/binding.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace python {

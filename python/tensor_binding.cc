@@ -9,12 +9,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "ops/ops.h"
 #include "python/binding.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
@@ -20,7 +19,9 @@
 #include "layout/random_layouts.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "proto/codec.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 #include "views/view_paths.h"
 #include "views/views.h"
 
@@ -402,6 +403,29 @@ TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
   }
   EXPECT_GT(admitted, 200);
   EXPECT_GT(refused, 20);
+}
+
+TEST(BlockScaledFamilyTest, QuantizedTensorsSurviveDumpReplayDump) {
+  // Row-major and swizzled scales, two and three modes, ragged row counts.
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{4, 64}, {3, 200, 160}, {130, 96}}) {
+    const Tensor src = Floats(shape, 11 + shape.size());
+    for (const CompoundDType* format :
+         {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4()}) {
+      for (ScaleLayout scales :
+           {ScaleLayout::kRowMajor, ScaleLayout::kSwizzled128x4}) {
+        auto q = QuantizeBlockScaled(src, *format, shape.size() - 1, scales);
+        ASSERT_TRUE(q.ok()) << q.status();
+        const std::string text = ToText(ToProto(*q, {true}));
+        auto parsed = ParseText(text);
+        ASSERT_TRUE(parsed.ok()) << parsed.status();
+        auto replayed = Replay(*parsed);
+        ASSERT_TRUE(replayed.ok()) << replayed.status();
+        EXPECT_EQ(ToText(ToProto(*replayed, {true})), text)
+            << format->name() << " " << ScaleLayoutName(scales);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -19,7 +19,6 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/directory.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
@@ -30,6 +29,7 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -32,7 +32,6 @@
 #include "carrier/carrier.h"
 #include "carrier/mapped_carrier.h"
 #include "checkpoint/gguf.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
@@ -48,6 +47,7 @@
 #include "ops/relayout.h"
 #include "ops/requantize.h"
 #include "proto/codec.h"
+#include "util/errors.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 

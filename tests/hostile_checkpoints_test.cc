@@ -15,10 +15,10 @@
 #include "checkpoint/checkpoint.h"
 #include "checkpoint/gguf.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -13,14 +13,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
-#include "layout/checked_math.h"
 #include "layout/random_layouts.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

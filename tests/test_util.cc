@@ -21,20 +21,6 @@
 namespace strata {
 namespace testing {
 
-Layout L(absl::string_view text) {
-  absl::StatusOr<Layout> layout = ParseLayout(text);
-  EXPECT_TRUE(layout.ok()) << text << ": " << layout.status();
-  return layout.ok() ? *std::move(layout) : Layout();
-}
-
-void ExpectCreatedBounds(const Layout& l) {
-  const absl::StatusOr<Layout> created = Layout::Create(l.shape(), l.stride());
-  ASSERT_TRUE(created.ok()) << l.ToString() << ": " << created.status();
-  EXPECT_EQ(l.size(), created->size()) << l.ToString();
-  EXPECT_EQ(l.max_index(), created->max_index()) << l.ToString();
-  EXPECT_EQ(l.min_index(), created->min_index()) << l.ToString();
-}
-
 std::vector<int64_t> RowMajorDecode(int64_t index,
                                     const std::vector<int64_t>& extents) {
   std::vector<int64_t> c(extents.size());
@@ -111,14 +97,6 @@ void ExpectInvariant(const Tensor& source, const Tensor& view,
     ASSERT_EQ(Reached(view, c), Reached(source, sigma(c)))
         << "view " << Describe(view) << " of " << Describe(source);
   });
-}
-
-FrozenContext::FrozenContext(const DType& dtype, std::vector<Layout> placements,
-                             std::vector<Layout> adjacent)
-    : dtype_(dtype),
-      placements_(std::move(placements)),
-      adjacent_(std::move(adjacent)) {
-  for (const Layout& l : placements_) shapes_.push_back(l.shape());
 }
 
 Tensor RandomNormal(const std::vector<int64_t>& shape, uint32_t seed,

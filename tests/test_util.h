@@ -12,19 +12,12 @@
 #include "dtype/dtype.h"
 #include "dtype/registry.h"
 #include "dtype/representation_rule.h"
+#include "dtype/testing.h"
 #include "layout/layout.h"
+#include "layout/testing.h"
 
 namespace strata {
 namespace testing {
-
-// The layout that `text` denotes ("(4,8):(8,1)", layout-cli.md). A text that
-// does not parse fails the calling test and gives the empty Layout().
-Layout L(absl::string_view text);
-
-// Expects `l`'s size, max_index and min_index to be those Layout::Create
-// computes for its shape and stride (for layouts whose bounds a view copied
-// or derived, NOTE [ Layout bounds ] in layout/layout.cc).
-void ExpectCreatedBounds(const Layout& l);
 
 // The coordinate of row-major (C order, last mode fastest) linear index
 // `index` in a box of `extents`: index = sum_k c_k * prod_{j>k} extents_j.
@@ -66,29 +59,6 @@ std::string Describe(const Tensor& t);
 // `view` reaches, at every level, what sigma(c) reaches in `source`.
 void ExpectInvariant(const Tensor& source, const Tensor& view,
                      const std::function<Coord(const Coord&)>& sigma);
-
-// A frozen validation context for a rule alone (RepresentationRule tests).
-class FrozenContext final : public RepresentationValidationContext {
- public:
-  FrozenContext(const DType& dtype, std::vector<Layout> placements,
-                std::vector<Layout> adjacent);
-  const DType& logical_dtype() const override { return dtype_; }
-  absl::Span<const SimpleDType* const> storage_dtypes() const override {
-    return dtype_.storage_schema();
-  }
-  absl::Span<const Layout> placement_layouts() const override {
-    return placements_;
-  }
-  absl::Span<const Layout> adjacent_layouts() const override {
-    return adjacent_;
-  }
-  absl::Span<const IntTuple> level_shapes() const override { return shapes_; }
-
- private:
-  const DType& dtype_;
-  std::vector<Layout> placements_, adjacent_;
-  std::vector<IntTuple> shapes_;
-};
 
 }  // namespace testing
 }  // namespace strata

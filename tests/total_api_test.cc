@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
@@ -24,6 +23,7 @@
 #include "ops/ops.h"
 #include "ops/quantize.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace strata {

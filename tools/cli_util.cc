@@ -12,13 +12,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "proto/codec.h"
+#include "util/errors.h"
 
 namespace strata {
 

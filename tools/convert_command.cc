@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "convert/convert.h"
-#include "core/errors.h"
 #include "ops/quantize.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

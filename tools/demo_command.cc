@@ -15,9 +15,7 @@
 #include "carrier/carrier.h"
 #include "carrier/carrier_registry.h"
 #include "checkpoint/safetensors.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
@@ -25,6 +23,8 @@
 #include "ops/quantize.h"
 #include "proto/codec.h"
 #include "tools/text_file.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/shard_plan.h"
 #include "views/views.h"
 

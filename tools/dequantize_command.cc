@@ -17,13 +17,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "dtype/float_formats.h"
 #include "dtype/registry.h"
 #include "ops/dequantize.h"
 #include "proto/codec.h"
 #include "tools/text_file.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -9,7 +9,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
 #include "layout/layout.h"
@@ -18,6 +17,7 @@
 #include "tools/cli_util.h"
 #include "tools/commands.h"
 #include "tools/text_file.h"
+#include "util/errors.h"
 
 namespace strata {
 

@@ -15,12 +15,12 @@
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
 #include "checkpoint/checkpoint.h"
-#include "core/errors.h"
 #include "core/mutation_snapshot.h"
 #include "core/tensor.h"
 #include "dtype/packing.h"
 #include "proto/codec.h"
 #include "tools/text_file.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace {

@@ -14,14 +14,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
-#include "layout/checked_math.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/quantize.h"
@@ -29,6 +26,9 @@
 #include "tools/cli_util.h"
 #include "tools/commands.h"
 #include "tools/text_file.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 

@@ -12,12 +12,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "checkpoint/checkpoint.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "distributed/rank_shards.h"
 #include "proto/codec.h"
 #include "tools/cli_util.h"
 #include "tools/text_file.h"
+#include "util/errors.h"
 #include "views/shard_plan.h"
 
 namespace strata {

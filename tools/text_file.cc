@@ -13,9 +13,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "core/errors.h"
 #include "core/mutation_snapshot.h"
 #include "proto/codec.h"
+#include "util/errors.h"
 
 namespace strata {
 

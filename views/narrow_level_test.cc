@@ -5,11 +5,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
 #include "layout/random_layouts.h"
 #include "tests/test_util.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace views_internal {

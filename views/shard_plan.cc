@@ -7,14 +7,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/block_scale_rule.h"
 #include "dtype/dtype.h"
-#include "layout/checked_math.h"
 #include "layout/layout.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/views.h"
 
 namespace strata {

@@ -12,9 +12,9 @@
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
-#include "layout/alloc_counter.h"
 #include "layout/bench_threads.h"
 #include "layout/layout.h"
+#include "util/alloc_counter.h"
 #include "views/narrow_level.h"
 #include "views/views.h"
 
@@ -52,7 +52,7 @@ Tensor Make(benchmark::State& state) {
 }
 
 // Times view(t) and reports the heap allocations per view as `allocs`
-// (layout/alloc_counter.h counts every operator new of the binary; a
+// (util/alloc_counter.h counts every operator new of the binary; a
 // representation block taken from the thread's cache of released ones is not
 // one, NOTE [ Recycled representation blocks ] in core/representation.cc).
 // A view that fails is reported as the benchmark's error, never timed.

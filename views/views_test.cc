@@ -11,16 +11,16 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "dtype/registry.h"
 #include "dtype/representation_rule.h"
 #include "gtest/gtest.h"
 #include "layout/algebra.h"
-#include "layout/checked_math.h"
 #include "layout/random_layouts.h"
 #include "tests/test_util.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
 #include "views/view_paths.h"
 
 namespace strata {

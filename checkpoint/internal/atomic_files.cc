@@ -24,7 +24,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "checkpoint/internal/names.h"
-#include "core/errors.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace checkpoint_internal {

@@ -11,12 +11,12 @@
 #include "carrier/carrier.h"
 #include "checkpoint/internal/atomic_files.h"
 #include "checkpoint/internal/names.h"
-#include "core/errors.h"
 #include "core/representation.h"
-#include "core/status_macros.h"
 #include "core/tensor_access.h"
 #include "dtype/packing.h"
 #include "layout/layout.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace checkpoint_internal {

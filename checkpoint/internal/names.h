@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "core/errors.h"
 #include "dtype/dtype.h"
+#include "util/errors.h"
 
 namespace strata {
 namespace checkpoint_internal {

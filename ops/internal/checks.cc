@@ -10,10 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "layout/algebra.h"
-#include "layout/checked_math.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace ops_internal {

@@ -5,13 +5,13 @@
 #include <vector>
 
 #include "carrier/carrier.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/element_io.h"
 #include "ops/internal/iterate.h"
 #include "ops/internal/transpose.h"
 #include "ops/ops.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace ops_internal {

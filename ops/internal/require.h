@@ -7,10 +7,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
 #include "core/tensor.h"
 #include "dtype/dtype.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace ops_internal {

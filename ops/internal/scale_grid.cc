@@ -4,11 +4,11 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
-#include "core/errors.h"
-#include "core/status_macros.h"
-#include "layout/checked_math.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
+#include "util/checked_math.h"
+#include "util/errors.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace ops_internal {

@@ -46,7 +46,6 @@
 
 #include "absl/container/inlined_vector.h"
 #include "carrier/carrier.h"
-#include "core/errors.h"
 #include "core/representation.h"
 #include "core/tensor.h"
 #include "core/tensor_access.h"
@@ -62,6 +61,7 @@
 #include "ops/relayout.h"
 #include "ops/requantize.h"
 #include "proto/codec.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace {

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "core/errors.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "proto/codec.h"
+#include "util/errors.h"
 #include "views/views.h"
 
 namespace {

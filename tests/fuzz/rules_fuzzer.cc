@@ -12,13 +12,13 @@
 #include <vector>
 
 #include "checkpoint/checkpoint.h"
-#include "core/errors.h"
 #include "core/tensor.h"
 #include "distributed/rank_shards.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "util/errors.h"
 
 namespace {
 

@@ -16,10 +16,10 @@
 #include "benchmark/benchmark.h"
 #include "carrier/carrier.h"
 #include "dtype/registry.h"
-#include "layout/alloc_counter.h"
 #include "ops/dlpack.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "util/alloc_counter.h"
 #include "views/views.h"
 
 namespace strata {
@@ -44,7 +44,7 @@ Tensor StrataRank4() {
 at::Tensor TorchRank4() { return torch::zeros({8, 16, 32, 64}); }
 
 // Heap allocations per iteration since `before`, as the counter `allocs`
-// (layout/alloc_counter.h counts every operator new of the binary, libtorch's
+// (util/alloc_counter.h counts every operator new of the binary, libtorch's
 // included; Strata's representation blocks recycled through a thread's cache
 // are not, NOTE [ Recycled representation blocks ] in core/representation.cc).
 void ReportAllocs(benchmark::State& state, int64_t before) {

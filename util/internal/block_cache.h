@@ -1,8 +1,8 @@
 // A per-thread cache of heap blocks of one size: the blocks of the
 // representations that views and Tensor::Create make (NOTE [ Recycled
 // representation blocks ] in core/representation.cc).
-#ifndef STRATA_CORE_INTERNAL_BLOCK_CACHE_H_
-#define STRATA_CORE_INTERNAL_BLOCK_CACHE_H_
+#ifndef STRATA_UTIL_INTERNAL_BLOCK_CACHE_H_
+#define STRATA_UTIL_INTERNAL_BLOCK_CACHE_H_
 
 #include <atomic>
 #include <cstddef>
@@ -12,7 +12,7 @@
 #include "absl/base/config.h"
 
 namespace strata {
-namespace core_internal {
+namespace util_internal {
 
 // Under AddressSanitizer nothing is recycled: reusing a released block at
 // once would bypass its quarantine, and a dangling reference into a released
@@ -152,7 +152,7 @@ struct CachedBlockAllocator {
   }
 };
 
-}  // namespace core_internal
+}  // namespace util_internal
 }  // namespace strata
 
-#endif  // STRATA_CORE_INTERNAL_BLOCK_CACHE_H_
+#endif  // STRATA_UTIL_INTERNAL_BLOCK_CACHE_H_

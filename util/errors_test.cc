@@ -1,8 +1,8 @@
-#include "core/errors.h"
+#include "util/errors.h"
 
 #include "absl/status/statusor.h"
-#include "core/status_macros.h"
 #include "gtest/gtest.h"
+#include "util/status_macros.h"
 
 namespace strata {
 namespace {

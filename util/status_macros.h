@@ -6,8 +6,8 @@
 // clang-format on
 //
 // Both return the failing status from the enclosing function unchanged.
-#ifndef STRATA_CORE_STATUS_MACROS_H_
-#define STRATA_CORE_STATUS_MACROS_H_
+#ifndef STRATA_UTIL_STATUS_MACROS_H_
+#define STRATA_UTIL_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -37,4 +37,4 @@
   }                                                        \
   lhs = *std::move(statusor)
 
-#endif  // STRATA_CORE_STATUS_MACROS_H_
+#endif  // STRATA_UTIL_STATUS_MACROS_H_

@@ -3,8 +3,8 @@
 // Every helper returns false (and leaves *out unspecified) when the exact
 // result does not fit in int64_t; callers turn that into a ValueError that
 // names the operands.
-#ifndef STRATA_LAYOUT_CHECKED_MATH_H_
-#define STRATA_LAYOUT_CHECKED_MATH_H_
+#ifndef STRATA_UTIL_CHECKED_MATH_H_
+#define STRATA_UTIL_CHECKED_MATH_H_
 
 #include <cstdint>
 
@@ -25,4 +25,4 @@ inline int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 }  // namespace strata
 
-#endif  // STRATA_LAYOUT_CHECKED_MATH_H_
+#endif  // STRATA_UTIL_CHECKED_MATH_H_

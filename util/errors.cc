@@ -1,4 +1,4 @@
-#include "core/errors.h"
+#include "util/errors.h"
 
 #include <string>
 

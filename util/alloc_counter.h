@@ -1,7 +1,7 @@
 // Counts global operator new calls in the binary that links alloc_counter.cc,
 // so that benchmarks can report (and tests can assert) allocation-free paths.
-#ifndef STRATA_LAYOUT_ALLOC_COUNTER_H_
-#define STRATA_LAYOUT_ALLOC_COUNTER_H_
+#ifndef STRATA_UTIL_ALLOC_COUNTER_H_
+#define STRATA_UTIL_ALLOC_COUNTER_H_
 
 #include <cstdint>
 
@@ -14,4 +14,4 @@ int64_t AllocationCount();
 }  // namespace testing
 }  // namespace strata
 
-#endif  // STRATA_LAYOUT_ALLOC_COUNTER_H_
+#endif  // STRATA_UTIL_ALLOC_COUNTER_H_

@@ -1,14 +1,14 @@
-#include "core/internal/block_cache.h"
+#include "util/internal/block_cache.h"
 
 #include <atomic>
 #include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "layout/alloc_counter.h"
+#include "util/alloc_counter.h"
 
 namespace strata {
-namespace core_internal {
+namespace util_internal {
 namespace {
 
 // Each test uses its own block size, so that the lists do not meet.
@@ -121,5 +121,5 @@ TEST(BlockCacheDeathTest, UnderAddressSanitizerAUseAfterReleaseIsReported) {
 }
 
 }  // namespace
-}  // namespace core_internal
+}  // namespace util_internal
 }  // namespace strata

@@ -19,8 +19,8 @@
 // the function, what was asked (bytes, values) and the bound.
 //
 // This header is floor 0 of the architecture: it depends on Abseil alone.
-#ifndef STRATA_CORE_ERRORS_H_
-#define STRATA_CORE_ERRORS_H_
+#ifndef STRATA_UTIL_ERRORS_H_
+#define STRATA_UTIL_ERRORS_H_
 
 #include <string>
 
@@ -104,4 +104,4 @@ std::string FormatError(const absl::Status& status);
 
 }  // namespace strata
 
-#endif  // STRATA_CORE_ERRORS_H_
+#endif  // STRATA_UTIL_ERRORS_H_

@@ -1,4 +1,4 @@
-#include "layout/alloc_counter.h"
+#include "util/alloc_counter.h"
 
 #include <atomic>
 #include <cstdlib>
