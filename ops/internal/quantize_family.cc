@@ -17,14 +17,6 @@ namespace {
 
 namespace qd = quantize_detail;
 
-// The largest |x| of n values by bit pattern (NaN above infinity).
-inline uint32_t AbsMaxBits(const float* x, int64_t n) {
-  uint32_t m = 0;
-  for (int64_t i = 0; i < n; ++i)
-    m = std::max(m, qd::Bits(x[i]) & qd::kAbsMask);
-  return m;
-}
-
 // Two 4-bit codes per byte, low nibble first; an odd last code in a low
 // nibble of its own.
 void PackNibbles(const uint8_t* codes, int64_t n, int64_t first,
@@ -93,9 +85,12 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
   // nvfp4_ts*: the tensor scale first, from every value.
   float tensor_scale = 0;
   if (fp4) {
-    const uint32_t bits = whole_amax_bits >= 0
-                              ? static_cast<uint32_t>(whole_amax_bits)
-                              : AbsMaxBits(x, total);
+    uint32_t bits = 0;
+    if (whole_amax_bits >= 0) {
+      bits = static_cast<uint32_t>(whole_amax_bits);
+    } else {
+      BlockAbsMax(x, 1, total, &bits);  // One block of every value, in SIMD.
+    }
     const float at = qd::FromBits(bits);
     tensor_scale = bits == 0 ? 1.0f : (recip ? 2688.0f / at : at / 2688.0f);
   }
@@ -110,8 +105,11 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
   const int64_t band_rows = banded ? g.block[rank - 2] : rows;
   const int64_t mode_rows = rank >= 2 ? extents[rank - 2] : 1;
 
-  std::vector<uint32_t> amax(g.size, 0);
-  std::vector<float> divisor(g.size);
+  // The amax and divisor of the blocks in flight: one band's (kc blocks, a
+  // few KiB that stay in cache) or, unbanded, the whole grid's.
+  const int64_t in_flight = banded ? kc : g.size;
+  std::vector<uint32_t> amax_buffer(in_flight);
+  std::vector<float> divisor_buffer(in_flight);
   std::vector<uint8_t> codes(fp4 ? k : 0);
   // The grid index of row r's first block.
   const auto row_base = [&](int64_t r) {
@@ -133,40 +131,47 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
     }
     const int64_t first_block = banded ? row_base(r) : 0;
     const int64_t last_block = banded ? first_block + kc : g.size;
+    // Block b of the grid is entry b - origin of the buffers.
+    const int64_t origin = first_block;
+    std::fill(amax_buffer.begin(), amax_buffer.end(), 0u);
     for (int64_t i = r; i < end; ++i) {
       const float* row = x + i * k;
       const int64_t base = banded ? first_block : row_base(i);
       // The whole blocks, then a ragged last one.
       const int64_t whole = k / kb;
-      BlockAbsMax(row, whole, kb, &amax[base]);
+      BlockAbsMax(row, whole, kb, &amax_buffer[base - origin]);
       if (whole < kc)
-        BlockAbsMax(row + whole * kb, 1, k - whole * kb, &amax[base + whole]);
+        BlockAbsMax(row + whole * kb, 1, k - whole * kb,
+                    &amax_buffer[base + whole - origin]);
     }
     if (fp4) {
-      BlockScales(recip, &amax[first_block], last_block - first_block, gs,
-                  scales + first_block, &divisor[first_block]);
+      BlockScales(recip, &amax_buffer[0], last_block - first_block, gs,
+                  scales + first_block, &divisor_buffer[0]);
     } else if (recipe == FamilyRecipe::kFP8UE8M0) {
       if (whole_amax_bits >= 0 && g.size == 1) {
-        amax[0] = static_cast<uint32_t>(whole_amax_bits);
+        amax_buffer[0] = static_cast<uint32_t>(whole_amax_bits);
       }
       for (int64_t b = first_block; b < last_block; ++b) {
         // NaN compares false: it stays NaN, and its exponent clamps to 254.
-        float a = qd::FromBits(amax[b]);
+        float a = qd::FromBits(amax_buffer[b - origin]);
         if (a < 1e-4f) a = 1e-4f;
         const uint32_t sf = qd::Bits(a / 448.0f);
         int64_t exponent = (sf >> 23) & 0xFF;
         if ((sf & 0x7FFFFF) != 0) ++exponent;
         exponent = std::min<int64_t>(254, std::max<int64_t>(1, exponent));
-        divisor[b] = qd::FromBits(static_cast<uint32_t>(exponent) << 23);
+        divisor_buffer[b - origin] =
+            qd::FromBits(static_cast<uint32_t>(exponent) << 23);
         scales[b] = static_cast<uint8_t>(exponent);
       }
     } else {
       if (whole_amax_bits >= 0 && g.size == 1) {
-        amax[0] = static_cast<uint32_t>(whole_amax_bits);
+        amax_buffer[0] = static_cast<uint32_t>(whole_amax_bits);
       }
       for (int64_t b = first_block; b < last_block; ++b) {
-        const float s = amax[b] == 0 ? 1.0f : qd::FromBits(amax[b]) / 448.0f;
-        divisor[b] = s;
+        const float s = amax_buffer[b - origin] == 0
+                            ? 1.0f
+                            : qd::FromBits(amax_buffer[b - origin]) / 448.0f;
+        divisor_buffer[b - origin] = s;
         std::memcpy(scales + 4 * b, &s, 4);
       }
     }
@@ -176,10 +181,11 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
       uint8_t* out = fp4 ? codes.data() : values + i * k;
       const int64_t whole = k / kb;
       const float pre = recip ? gs : 1.0f;
-      EncodeBlocks(fp4, row, whole, kb, pre, &divisor[base], out);
+      EncodeBlocks(fp4, row, whole, kb, pre, &divisor_buffer[base - origin],
+                   out);
       if (whole < kc) {
         EncodeBlocks(fp4, row + whole * kb, 1, k - whole * kb, pre,
-                     &divisor[base + whole], out + whole * kb);
+                     &divisor_buffer[base + whole - origin], out + whole * kb);
       }
       if (fp4) PackNibbles(codes.data(), k, i * k, values);
     }

@@ -27,9 +27,16 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 namespace qd = quantize_detail;
 
-// At most 8 float lanes: every block (16 or 32 values) is then a whole number
-// of at least two vectors.
+// At most 16 float lanes (AVX-512) or 8 elsewhere: every block (16 or 32
+// values) is then a whole number of vectors, and kN / 4 blocks share one
+// vector of scale arithmetic, block g in 128-bit group g.
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+#define STRATA_QUANTIZE_512 1
+using DF = hn::CappedTag<float, 16>;
+#else
+#define STRATA_QUANTIZE_512 0
 using DF = hn::CappedTag<float, 8>;
+#endif
 using DI = hn::RebindToSigned<DF>;
 using D8 = hn::Rebind<uint8_t, DF>;
 using VF = hn::Vec<DF>;
@@ -76,6 +83,38 @@ HWY_INLINE VI EncodeElements(VF y, VI bits) {
   return EncodeElementsOf<kFP4>(DF(), y, bits);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Stores the fp4 codes of one block (kV vectors, low nibble first), or its
+// fp8 codes, to out.
+template <bool kFP4, int kV>
+HWY_INLINE void StoreBlockCodes(const VI* codes, uint8_t* HWY_RESTRICT out) {
+  const DI di;
+  const D8 d8;
+  constexpr size_t kN = hn::MaxLanes(DF());
+  if (!kFP4) {
+    for (int j = 0; j < kV; ++j) {
+      hn::StoreU(hn::DemoteTo(d8, codes[j]), d8, out + j * kN);
+    }
+  } else if (kV == 1) {
+    // One vector of codes: its kN / 2 packed bytes are the lower half.
+    const VI even = hn::ConcatEven(di, codes[0], codes[0]);
+    const VI odd = hn::ConcatOdd(di, codes[0], codes[0]);
+    const hn::Half<DI> dh;
+    const hn::Rebind<uint8_t, hn::Half<DI>> dh8;
+    hn::StoreU(hn::DemoteTo(
+                   dh8, hn::LowerHalf(dh, hn::Or(even, hn::ShiftLeft<4>(odd)))),
+               dh8, out);
+  } else {
+    for (int j = 0; j + 1 < kV; j += 2) {
+      const VI even = hn::ConcatEven(di, codes[j + 1], codes[j]);
+      const VI odd = hn::ConcatOdd(di, codes[j + 1], codes[j]);
+      hn::StoreU(hn::DemoteTo(d8, hn::Or(even, hn::ShiftLeft<4>(odd))), d8,
+                 out + j * kN / 2);
+    }
+  }
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 template <int kFormat>
 HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
                                 uint8_t* HWY_RESTRICT values,
@@ -97,7 +136,7 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
   // lane group g, so that the scales are computed in vectors too (the same
   // arithmetic as the per-block loop below, which handles the rest).
   constexpr int kG = static_cast<int>(kN) / 4;
-  static_assert(kG == 1 || kG == 2, "4 or 8 float lanes");
+  static_assert(kG == 1 || kG == 2 || kG == 4, "4, 8 or 16 float lanes");
   for (; blk + kG <= blocks; blk += kG) {
     VI bits[kG][kV];
     VI m[kG];
@@ -114,6 +153,19 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       w = hn::Max(hn::ConcatLowerLower(di, m[kG - 1], m[0]),
                   hn::ConcatUpperUpper(di, m[kG - 1], m[0]));
     }
+#if STRATA_QUANTIZE_512
+    if (kG == 4) {
+      // Halves first (blocks 0 and 1 in the two 256-bit halves of a01), then
+      // 128-bit groups: group g of max(even, odd) is block g's.
+      const VI a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]),
+                             hn::ConcatUpperUpper(di, m[1], m[0]));
+      const VI a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]),
+                             hn::ConcatUpperUpper(di, m[3], m[2]));
+      const VI even{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)};  // 0,2,0,2
+      const VI odd{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)};   // 1,3,1,3
+      w = hn::Max(even, odd);
+    }
+#endif
     w = hn::Max(w, hn::Shuffle1032(w));
     w = hn::Max(w, hn::Shuffle2301(w));  // Group g: block g's amax bits.
     const auto nonfinite =
@@ -150,6 +202,15 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         sg = g == 0 ? hn::ConcatLowerLower(df, s, s)
                     : hn::ConcatUpperUpper(df, s, s);
       }
+#if STRATA_QUANTIZE_512
+      if (kG == 4) {  // Group g in every 128-bit group (an immediate).
+        const __m512 r = s.raw;
+        sg = VF{g == 0   ? _mm512_shuffle_f32x4(r, r, 0x00)
+                : g == 1 ? _mm512_shuffle_f32x4(r, r, 0x55)
+                : g == 2 ? _mm512_shuffle_f32x4(r, r, 0xAA)
+                         : _mm512_shuffle_f32x4(r, r, 0xFF)};
+      }
+#endif
       uint8_t* out = values + (blk + g) * kValueBytes;
       VI codes[kV];
       for (int j = 0; j < kV; ++j) {
@@ -157,18 +218,7 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
         codes[j] = EncodeElements<kFP4>(y, bits[g][j]);
       }
-      if (!kFP4) {
-        for (int j = 0; j < kV; ++j) {
-          hn::StoreU(hn::DemoteTo(d8, codes[j]), d8, out + j * kN);
-        }
-      } else {
-        for (int j = 0; j < kV; j += 2) {
-          const VI even = hn::ConcatEven(di, codes[j + 1], codes[j]);
-          const VI odd = hn::ConcatOdd(di, codes[j + 1], codes[j]);
-          hn::StoreU(hn::DemoteTo(d8, hn::Or(even, hn::ShiftLeft<4>(odd))), d8,
-                     out + j * kN / 2);
-        }
-      }
+      StoreBlockCodes<kFP4, kV>(codes, out);
       const uint32_t scale_code =
           static_cast<uint32_t>(hn::ExtractLane(code, 4 * g));
       scales[blk + g] = static_cast<uint8_t>(scale_code);
@@ -230,12 +280,7 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
             static_cast<uint8_t>(unpacked[2 * k] | (unpacked[2 * k + 1] << 4));
       }
 #else
-      for (int j = 0; j < kV; j += 2) {
-        const VI even = hn::ConcatEven(di, codes[j + 1], codes[j]);
-        const VI odd = hn::ConcatOdd(di, codes[j + 1], codes[j]);
-        hn::StoreU(hn::DemoteTo(d8, hn::Or(even, hn::ShiftLeft<4>(odd))), d8,
-                   out + j * kN / 2);
-      }
+      StoreBlockCodes<kFP4, kV>(codes, out);
 #endif
     }
   }
