@@ -16,12 +16,24 @@
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
 #include "ops/dequantize.h"
+#include "ops/internal/dequantize_kernel.h"
+#include "ops/internal/quantize_kernel.h"
 #include "ops/quantize.h"
 #include "ops/relayout.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
+
+// The kernels' run-time dispatch in the report's context (tools/bench.sh
+// prints it beside every ratio).
+const bool kContextAdded = [] {
+  benchmark::AddCustomContext("simd_target",
+                              ops_internal::DequantizeKernelTarget());
+  benchmark::AddCustomContext("quantize_simd_target",
+                              ops_internal::QuantizeKernelTarget());
+  return true;
+}();
 
 constexpr int64_t kOutBytes = int64_t{64} << 20;
 

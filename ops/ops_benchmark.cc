@@ -9,11 +9,20 @@
 #include "benchmark/benchmark.h"
 #include "carrier/carrier.h"
 #include "dtype/registry.h"
+#include "ops/internal/transpose.h"
 #include "ops/ops.h"
 #include "views/views.h"
 
 namespace strata {
 namespace {
+
+// The kernels' run-time dispatch in the report's context (tools/bench.sh
+// prints it beside every ratio).
+const bool kContextAdded = [] {
+  benchmark::AddCustomContext("transpose_path",
+                              ops_internal::TransposeKernelName());
+  return true;
+}();
 
 constexpr int64_t kN = 4096;
 constexpr int64_t kBytes = kN * kN * 4;

@@ -240,17 +240,31 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
         recipe, x, extents, block_of_mode, out_values,
         swizzled ? row_major_scales.data() : out_scales, whole_amax_bits);
     if (swizzled) {
-      // Row-major (batch, r, b) or (batch, b, r) scale codes into the tiles.
+      // Row-major (batch, r, b) or (batch, b, r) scale codes into the tiles:
+      // four consecutive blocks of a row are four consecutive bytes.
       const int64_t nb = extents[blocked_dim] / 16;
       const int64_t rows = grid.rows;
       const bool last = blocked_dim == rank - 1;
-      for (int64_t i = 0; i < static_cast<int64_t>(row_major_scales.size());
-           ++i) {
-        const int64_t batch = i / (rows * nb), rest = i % (rows * nb);
-        const int64_t r = last ? rest / nb : rest % rows;
-        const int64_t b = last ? rest % nb : rest / rows;
-        out_scales[batch * grid.tile + SwizzledRowBase(r, grid.padded_blocks) +
-                   SwizzledBlockTerm(b)] = row_major_scales[i];
+      const int64_t batches =
+          static_cast<int64_t>(row_major_scales.size()) / (rows * nb);
+      const uint8_t* in = row_major_scales.data();
+      for (int64_t batch = 0; batch < batches; ++batch) {
+        uint8_t* tile = out_scales + batch * grid.tile;
+        const uint8_t* from = in + batch * rows * nb;
+        for (int64_t r = 0; r < rows; ++r) {
+          uint8_t* row = tile + SwizzledRowBase(r, grid.padded_blocks);
+          if (last) {
+            const uint8_t* codes = from + r * nb;
+            int64_t b = 0;
+            for (; b + 4 <= nb; b += 4)
+              std::memcpy(row + b * 128, codes + b, 4);
+            for (; b < nb; ++b) row[SwizzledBlockTerm(b)] = codes[b];
+          } else {
+            for (int64_t b = 0; b < nb; ++b) {
+              row[SwizzledBlockTerm(b)] = from[b * rows + r];
+            }
+          }
+        }
       }
     }
   }

@@ -11,10 +11,19 @@
 #include "benchmark/benchmark.h"
 #include "carrier/carrier.h"
 #include "dtype/registry.h"
+#include "ops/internal/quantize_kernel.h"
 #include "ops/quantize.h"
 
 namespace strata {
 namespace {
+
+// The kernels' run-time dispatch in the report's context (tools/bench.sh
+// prints it beside every ratio).
+const bool kContextAdded = [] {
+  benchmark::AddCustomContext("simd_target",
+                              ops_internal::QuantizeKernelTarget());
+  return true;
+}();
 
 constexpr int64_t kN = 4096;
 

@@ -358,6 +358,9 @@ void DequantizeRowSimd(const RowDecoding& d, const uint8_t* codes,
   }
 }
 
+// The Highway target this copy of the kernels was compiled for.
+const char* DequantizeTargetSimd() { return hwy::TargetName(HWY_TARGET); }
+
 }  // namespace HWY_NAMESPACE
 }  // namespace ops_internal
 }  // namespace strata
@@ -368,6 +371,11 @@ namespace strata {
 namespace ops_internal {
 
 HWY_EXPORT(DequantizeRowSimd);
+HWY_EXPORT(DequantizeTargetSimd);
+
+const char* DequantizeKernelTarget() {
+  return HWY_DYNAMIC_DISPATCH(DequantizeTargetSimd)();
+}
 
 void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
                    int64_t code_base, uint8_t* out, int64_t out_base,

@@ -51,6 +51,10 @@ void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
                    const int64_t* begins, const int64_t* lengths,
                    const float* scales, int64_t count);
 
+// The Highway target that the run-time dispatch of DequantizeRow picks on
+// this CPU, for benchmark reports.
+const char* DequantizeKernelTarget();
+
 }  // namespace ops_internal
 }  // namespace strata
 

@@ -499,6 +499,9 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   }
 }
 
+// The Highway target this copy of the kernels was compiled for.
+const char* KernelTargetSimd() { return hwy::TargetName(HWY_TARGET); }
+
 void QuantizeBlocksSimd(int format, const float* src, int64_t blocks,
                         uint8_t* values, uint8_t* scales) {
   switch (format) {
@@ -521,6 +524,11 @@ namespace strata {
 namespace ops_internal {
 
 HWY_EXPORT(QuantizeBlocksSimd);
+HWY_EXPORT(KernelTargetSimd);
+
+const char* QuantizeKernelTarget() {
+  return HWY_DYNAMIC_DISPATCH(KernelTargetSimd)();
+}
 HWY_EXPORT(EncodeBlocksSimd);
 HWY_EXPORT(BlockAbsMaxSimd);
 HWY_EXPORT(BlockScalesSimd);

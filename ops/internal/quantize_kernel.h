@@ -75,6 +75,10 @@ void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
 void QuantizeGgmlBlocks(bool q4, const float* x, int64_t blocks, uint8_t* codes,
                         float* d);
 
+// The Highway target (e.g. "AVX3_DL", "AVX2") that the run-time dispatch of
+// these kernels picks on this CPU, for benchmark reports.
+const char* QuantizeKernelTarget();
+
 }  // namespace ops_internal
 }  // namespace strata
 

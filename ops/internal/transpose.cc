@@ -617,5 +617,12 @@ void PortableTransposeCopy(void* to, const void* from, int64_t to_row_stride,
                    element_bytes, /*portable=*/true);
 }
 
+const char* TransposeKernelName() {
+#if defined(STRATA_AVX512_TRANSPOSE)
+  if (Avx512Available()) return "AVX-512 register tiles";
+#endif
+  return "SSE blocks / buffered tiles";
+}
+
 }  // namespace ops_internal
 }  // namespace strata

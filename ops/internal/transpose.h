@@ -24,6 +24,10 @@ void PortableTransposeCopy(void* to, const void* from, int64_t to_row_stride,
                            int64_t from_column_stride, int64_t rows,
                            int64_t cols, int element_bytes);
 
+// The path TransposeCopy takes on this CPU: "AVX-512 register tiles" or
+// "SSE blocks / buffered tiles", for benchmark reports.
+const char* TransposeKernelName();
+
 }  // namespace ops_internal
 }  // namespace strata
 
