@@ -29,10 +29,7 @@ void PackNibbles(const uint8_t* codes, int64_t n, int64_t first,
   }
   uint8_t* out = values + ((first + i) >> 1);
   const int64_t pairs = (n - i) / 2;
-  for (int64_t p = 0; p < pairs; ++p) {
-    out[p] =
-        static_cast<uint8_t>(codes[i + 2 * p] | (codes[i + 2 * p + 1] << 4));
-  }
+  PackNibblePairs(codes + i, 2 * pairs, out);
   if ((n - i) & 1) {
     out[pairs] = static_cast<uint8_t>((out[pairs] & 0xF0) | codes[n - 1]);
   }

@@ -395,6 +395,30 @@ void BlockScalesSimd(int recip, const uint32_t* HWY_RESTRICT amax, int64_t n,
   }
 }
 
+// out[p] = codes[2p] | codes[2p + 1] << 4 for p < n / 2 (codes < 16).
+void PackNibblePairsSimd(const uint8_t* HWY_RESTRICT codes, int64_t n,
+                         uint8_t* HWY_RESTRICT out) {
+  const int64_t pairs = n / 2;
+  int64_t p = 0;
+#if HWY_TARGET != HWY_SCALAR
+  const hn::ScalableTag<int16_t> d16;  // int16 -> uint8 demotes everywhere.
+  const hn::Rebind<uint8_t, decltype(d16)> d8;
+  const hn::Repartition<uint8_t, decltype(d16)> dbytes;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(d16));
+  for (; p + lanes <= pairs; p += lanes) {
+    // Little-endian: a 16-bit lane holds codes[2p] low and codes[2p+1] high.
+    const auto both = hn::BitCast(d16, hn::LoadU(dbytes, codes + 2 * p));
+    const auto packed =
+        hn::Or(hn::And(both, hn::Set(d16, 0x0F)),
+               hn::ShiftRight<4>(hn::And(both, hn::Set(d16, 0x0F00))));
+    hn::StoreU(hn::DemoteTo(d8, packed), d8, out + p);
+  }
+#endif
+  for (; p < pairs; ++p) {
+    out[p] = static_cast<uint8_t>(codes[2 * p] | (codes[2 * p + 1] << 4));
+  }
+}
+
 // amax[b] = max(amax[b], the largest |x| bits of block b).
 void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
                      uint32_t* HWY_RESTRICT amax) {
@@ -402,7 +426,39 @@ void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
   const DWI di;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const auto abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
-  for (int64_t b = 0; b < blocks; ++b) {
+  int64_t b = 0;
+#if STRATA_QUANTIZE_512
+  // Blocks of whole 16-lane vectors, four at a time: one reduction network
+  // for the four (as in QuantizeBlocksT) instead of one MaxOfLanes each.
+  if (n == 16 && block % 16 == 0) {
+    for (; b + 4 <= blocks; b += 4) {
+      VI m[4];
+      for (int g = 0; g < 4; ++g) {
+        const float* p = x + (b + g) * block;
+        m[g] = hn::And(hn::BitCast(di, hn::LoadU(DF(), p)), abs_mask);
+        for (int64_t i = 16; i < block; i += 16) {
+          m[g] = hn::Max(
+              m[g], hn::And(hn::BitCast(di, hn::LoadU(DF(), p + i)), abs_mask));
+        }
+      }
+      const VI a01 = hn::Max(hn::ConcatLowerLower(DI(), m[1], m[0]),
+                             hn::ConcatUpperUpper(DI(), m[1], m[0]));
+      const VI a23 = hn::Max(hn::ConcatLowerLower(DI(), m[3], m[2]),
+                             hn::ConcatUpperUpper(DI(), m[3], m[2]));
+      VI w = hn::Max(VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)},
+                     VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)});
+      w = hn::Max(w, hn::Shuffle1032(w));
+      w = hn::Max(w, hn::Shuffle2301(w));  // Group g: block b + g's amax.
+      alignas(64) uint32_t lanes[16];
+      hn::Store(hn::BitCast(hn::RebindToUnsigned<DI>(), w),
+                hn::RebindToUnsigned<DI>(), lanes);
+      for (int g = 0; g < 4; ++g) {
+        amax[b + g] = std::max(amax[b + g], lanes[4 * g]);
+      }
+    }
+  }
+#endif
+  for (; b < blocks; ++b) {
     const float* p = x + b * block;
     auto m = hn::Zero(di);
     int64_t i = 0;
@@ -531,6 +587,11 @@ const char* QuantizeKernelTarget() {
 }
 HWY_EXPORT(EncodeBlocksSimd);
 HWY_EXPORT(BlockAbsMaxSimd);
+HWY_EXPORT(PackNibblePairsSimd);
+
+void PackNibblePairs(const uint8_t* codes, int64_t n, uint8_t* out) {
+  HWY_DYNAMIC_DISPATCH(PackNibblePairsSimd)(codes, n, out);
+}
 HWY_EXPORT(BlockScalesSimd);
 
 void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,

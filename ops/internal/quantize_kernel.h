@@ -69,6 +69,9 @@ void BlockAbsMax(const float* x, int64_t blocks, int64_t block, uint32_t* amax);
 // s_b is 0 (x / inf is x's signed zero), NaN where s_b is NaN.
 void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
                  uint8_t* codes, float* divisors);
+// PackNibblePairs: out[p] = codes[2p] | codes[2p + 1] << 4 for p < n / 2,
+// codes below 16 (fp4 and uint4 codes two per byte, low nibble first).
+void PackNibblePairs(const uint8_t* codes, int64_t n, uint8_t* out);
 // QuantizeGgmlBlocks: q8_0 (q4 false: int8 codes) or q4_0 (uint4 codes, one
 // per byte) of `blocks` runs of 32 values, and d of each block (stored as
 // float16 by the caller).
