@@ -502,10 +502,20 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
     float d;
     if (q4) {
       float max = 0.0f;  // The first x of largest |x|; +0 for a zero block.
-      for (int64_t j = 0; amax != 0 && j < kBlock; ++j) {
-        if ((qd::Bits(p[j]) & qd::kAbsMask) == amax) {
-          max = p[j];
-          break;
+      if (amax != 0) {
+        const auto target = hn::Set(di, static_cast<int32_t>(amax));
+        int64_t j = 0;
+        for (; j + n <= kBlock; j += n) {
+          const auto hit = hn::Eq(
+              hn::And(hn::BitCast(di, hn::LoadU(df, p + j)), abs_mask), target);
+          const intptr_t first = hn::FindFirstTrue(di, hit);
+          if (first >= 0) {
+            max = p[j + first];
+            break;
+          }
+        }
+        for (; j < kBlock && max == 0.0f; ++j) {
+          if ((qd::Bits(p[j]) & qd::kAbsMask) == amax) max = p[j];
         }
       }
       d = max / -8.0f;
