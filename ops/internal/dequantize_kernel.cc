@@ -290,6 +290,31 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
         }
       }
     } else {
+      const auto value_at = [&](int64_t at) {
+        hn::Vec<decltype(di)> code;
+        if constexpr (kKind == static_cast<int>(CodeKind::kInt8)) {
+          code = hn::PromoteTo(
+              di, hn::LoadU(ds8, reinterpret_cast<const int8_t*>(codes) + at));
+        } else {
+          code = hn::PromoteTo(di, hn::LoadU(d8, codes + at));
+        }
+        return Scale<kMode>(Decode<kKind>(df, code, d.table), vs, g);
+      };
+#if HWY_TARGET != HWY_SCALAR
+      if constexpr (kOut != static_cast<int>(RunOutput::kFloat32)) {
+        // Two vectors of bfloat16 bits packed into one whole store (the
+        // even 16-bit halves of both), where one each took a saturating
+        // pack, a permutation and a half-width store.
+        const hn::Repartition<uint16_t, DF> dw16;
+        for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+          const auto low = hn::BitCast(dw16, BFloat16Bits(df, value_at(c)));
+          const auto high =
+              hn::BitCast(dw16, BFloat16Bits(df, value_at(c + lanes)));
+          hn::StoreU(hn::ConcatEven(dw16, high, low), dw16,
+                     reinterpret_cast<uint16_t*>(out + 2 * o));
+        }
+      }
+#endif
       for (; n >= lanes; c += lanes, o += lanes, n -= lanes) {
         hn::Vec<decltype(di)> code;
         if constexpr (kKind == static_cast<int>(CodeKind::kInt8)) {
