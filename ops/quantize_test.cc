@@ -806,6 +806,70 @@ TEST(QuantizeTest, NegativeZerosKeepTheirSign) {
 // --- Every SIMD target gives the portable kernel's bytes
 // ----------------------
 
+// The family's and ggml's kernels, whose only definition is the SIMD one:
+// every target gives the bytes of the narrowest (EMU128 or SCALAR), on
+// blocks of specials, ties, zeros and random bits, four blocks at a time and
+// one at a time.
+TEST(QuantizeTest, FamilyAndGgmlKernelsAgreeOnEveryTarget) {
+  std::vector<float> v = AdversarialValues(32 * 1024, 91, true);
+  for (int64_t i = 0; i < 65536; ++i) {
+    v.push_back(HalfToFloat(static_cast<uint16_t>(i)));
+  }
+  std::mt19937 rng(9);
+  for (int64_t i = 0; i < 32 * 1024; ++i) {
+    v.push_back(BitsFloat(static_cast<uint32_t>(rng())));
+  }
+  // A block of ties of x / d (d = 127 / 127 = 1: k + 0.5), a zero block, one
+  // with an infinity, one with a NaN.
+  for (int k = 0; k < 32; ++k) v.push_back(k == 0 ? 127.0f : k - 15.5f);
+  for (int k = 0; k < 32; ++k) v.push_back(0.0f);
+  for (int k = 0; k < 32; ++k) v.push_back(k == 5 ? INFINITY : k * 0.25f);
+  for (int k = 0; k < 32; ++k) v.push_back(k == 7 ? NAN : -k * 0.5f);
+  const int64_t blocks = v.size() / 32 - 1;  // Odd: the one-block tail runs.
+  struct Result {
+    std::vector<uint8_t> q8, q4;
+    std::vector<float> d8, d4;
+    std::vector<uint32_t> amax16, amax32, amax128;
+  };
+  auto run = [&]() {
+    Result r;
+    r.q8.resize(blocks * 32), r.q4.resize(blocks * 32);
+    r.d8.resize(blocks), r.d4.resize(blocks);
+    ops_internal::QuantizeGgmlBlocks(false, v.data(), blocks, r.q8.data(),
+                                     r.d8.data());
+    ops_internal::QuantizeGgmlBlocks(true, v.data(), blocks, r.q4.data(),
+                                     r.d4.data());
+    r.amax16.assign(blocks * 2 - 1, 0);
+    r.amax32.assign(blocks, 0);
+    r.amax128.assign(blocks / 4, 0);
+    ops_internal::BlockAbsMax(v.data(), blocks * 2 - 1, 16, r.amax16.data());
+    ops_internal::BlockAbsMax(v.data(), blocks, 32, r.amax32.data());
+    ops_internal::BlockAbsMax(v.data(), blocks / 4, 128, r.amax128.data());
+    return r;
+  };
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  hwy::SetSupportedTargetsForTest(targets.back());
+  const Result want = run();
+  const auto bits = [](const std::vector<float>& f) {
+    std::vector<uint32_t> b(f.size());
+    std::memcpy(b.data(), f.data(), 4 * f.size());
+    return b;
+  };
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    const Result got = run();
+    EXPECT_EQ(got.q8, want.q8) << hwy::TargetName(target);
+    EXPECT_EQ(got.q4, want.q4) << hwy::TargetName(target);
+    EXPECT_EQ(bits(got.d8), bits(want.d8)) << hwy::TargetName(target);
+    EXPECT_EQ(bits(got.d4), bits(want.d4)) << hwy::TargetName(target);
+    EXPECT_EQ(got.amax16, want.amax16) << hwy::TargetName(target);
+    EXPECT_EQ(got.amax32, want.amax32) << hwy::TargetName(target);
+    EXPECT_EQ(got.amax128, want.amax128) << hwy::TargetName(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 TEST(QuantizeTest, EverySimdTargetGivesThePortableBytes) {
   using ops_internal::QuantFormat;
   const int64_t n = 32 * 4096;
