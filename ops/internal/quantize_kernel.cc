@@ -30,6 +30,8 @@ namespace qd = quantize_detail;
 // At most 16 float lanes (AVX-512) or 8 elsewhere: every block (16 or 32
 // values) is then a whole number of vectors, and kN / 4 blocks share one
 // vector of scale arithmetic, block g in 128-bit group g.
+// (Redefined for each target: this part is compiled once per target.)
+#undef STRATA_QUANTIZE_512
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 #define STRATA_QUANTIZE_512 1
 using DF = hn::CappedTag<float, 16>;
