@@ -184,13 +184,13 @@ void TransposePortable(T* to, const T* from, int64_t ts, int64_t fs,
 // TLB: a strip over all rows of a 4096-row matrix touched a new destination
 // page at every row. (On an AMD EPYC with memcpy at 36-40 GB/s, strips of
 // 256 bytes in 512-blocks gave int8 8192x8192 0.44 and bfloat16 0.52 of
-// memcpy; 512 in 1024-blocks 0.45 and 0.59; 64 or 128 bytes 0.28-0.37.) Measured on a Zen 4, as a fraction of
-// memcpy's bandwidth in one run: 4096x4096 float32 by 4x4 SSE strips of 32
-// columns 0.40; by 16x16 tiles in strips of 16 columns 0.24, of 32 0.40, of
-// 64 0.51, in 512x512 blocks of 64-column strips 0.66 (blocks of 256 0.60, of
-// 1024 0.65). 64 MiB of float64, bfloat16 and int8, buffered tiles against
-// register tiles: 0.40 and 0.82, 0.12 and 0.52 (0.38 with 32x16 tiles, which
-// wrote half lines), 0.07 and 0.40.
+// memcpy; 512 in 1024-blocks 0.45 and 0.59; 64 or 128 bytes 0.28-0.37.)
+// Measured on a Zen 4, as a fraction of memcpy's bandwidth in one run:
+// 4096x4096 float32 by 4x4 SSE strips of 32 columns 0.40; by 16x16 tiles in
+// strips of 16 columns 0.24, of 32 0.40, of 64 0.51, in 512x512 blocks of
+// 64-column strips 0.66 (blocks of 256 0.60, of 1024 0.65). 64 MiB of float64,
+// bfloat16 and int8, buffered tiles against register tiles: 0.40 and 0.82, 0.12
+// and 0.52 (0.38 with 32x16 tiles, which wrote half lines), 0.07 and 0.40.
 #define STRATA_AVX512 __attribute__((target("avx512f,avx512bw")))
 
 constexpr int64_t kTileBlock = 1024;
