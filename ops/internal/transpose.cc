@@ -344,6 +344,15 @@ struct Tile2 {  // 32x32 of 2 bytes.
   }
 };
 
+// The 16x16 transpose of r's 32-bit lanes, stored as 16 destination rows of
+// 64 bytes.
+template <bool kStream>
+STRATA_AVX512 inline void StoreTransposed16x16(__m512 r[16], char* to,
+                                               int64_t to_row_bytes) {
+  Transpose16x16(r);
+  for (int k = 0; k < 16; ++k) Store64<kStream>(to + k * to_row_bytes, r[k]);
+}
+
 template <bool kStream>
 STRATA_AVX512 inline void Store32(char* to, __m256i v) {
   if constexpr (kStream) {
@@ -411,8 +420,7 @@ struct Tile2Tall {  // 16 rows x 32 columns of 2 bytes.
           1);
       r[c] = _mm512_castsi512_ps(_mm512_permutexvar_epi16(interleave, lines));
     }
-    Transpose16x16(r);
-    for (int k = 0; k < 16; ++k) Store64<kStream>(to + k * to_row_bytes, r[k]);
+    StoreTransposed16x16<kStream>(r, to, to_row_bytes);
   }
 };
 
@@ -510,8 +518,7 @@ struct Tile1Tall {  // 16 rows x 64 columns of 1 byte.
           3);
       r[c] = _mm512_castsi512_ps(UngroupBytesByPosition(lines));
     }
-    Transpose16x16(r);
-    for (int k = 0; k < 16; ++k) Store64<kStream>(to + k * to_row_bytes, r[k]);
+    StoreTransposed16x16<kStream>(r, to, to_row_bytes);
   }
 };
 

@@ -65,39 +65,27 @@ void ExpectBothKernels(int width, int64_t rows, int64_t cols,
                    offset);
 }
 
-TEST(TransposeTest, ThinAndTallByteMatrices) {
-  // NOTE [ Thin byte transposes ]: destination rows of 16 to 63 bytes (64
-  // rows at a time, the columns past a multiple of 16 beside them) and
-  // source lines of 16 to 63 bytes (16 rows at a time, the rows past a
-  // multiple of 16 below them); streamed (8 MiB and more, aligned) or not,
-  // with partial 512-blocks and strips.
-  ExpectBothKernels(1, 1 << 19, 16, 16, 0);
-  ExpectBothKernels(1, 16, 1 << 19, 1 << 19, 0);
-  ExpectBothKernels(1, 4099, 16, 16, 0);
-  ExpectBothKernels(1, 1000, 40, 40, 3);
-  ExpectBothKernels(1, 1030, 63, 64, 0);
-  ExpectBothKernels(1, 16, 5000, 5000, 0);
-  ExpectBothKernels(1, 40, 3000, 3001, 1);
-  ExpectBothKernels(1, 63, 1100, 1100, 0);
-  ExpectBothKernels(1, 15, 1000, 1000, 0);
-  ExpectBothKernels(1, 1000, 15, 15, 0);
-}
-
-TEST(TransposeTest, ThinAndTall2ByteMatrices) {
-  // NOTE [ Thin 2-byte transposes ]: destination rows of 16 to 31 elements
-  // (32 rows at a time, the columns past 16 beside them) and source lines of
-  // 16 to 31 elements (16 rows at a time, the rows past a multiple of 16
-  // below them); streamed (8 MiB and more, aligned) or not, partial blocks.
-  ExpectBothKernels(2, 1 << 18, 16, 16, 0);
-  ExpectBothKernels(2, 16, 1 << 18, 1 << 18, 0);
-  ExpectBothKernels(2, 4099, 16, 16, 0);
-  ExpectBothKernels(2, 1000, 20, 20, 3);
-  ExpectBothKernels(2, 1030, 31, 32, 0);
-  ExpectBothKernels(2, 16, 5000, 5000, 0);
-  ExpectBothKernels(2, 20, 3000, 3001, 1);
-  ExpectBothKernels(2, 31, 1100, 1100, 0);
-  ExpectBothKernels(2, 15, 1000, 1000, 0);
-  ExpectBothKernels(2, 1000, 15, 15, 0);
+TEST(TransposeTest, ThinAndTallMatricesOfOneAndTwoBytes) {
+  // NOTE [ Thin byte transposes ] and NOTE [ Thin 2-byte transposes ]:
+  // destination rows of 16 elements up to one less than a square tile's side
+  // (a tile's rows at a time, the columns past a multiple of 16 beside them)
+  // and source lines as short (16 rows at a time, the rows past a multiple
+  // of 16 below them); streamed (8 MiB and more, aligned) or not, with
+  // partial blocks and strips.
+  for (const auto& [width, side] : {std::pair<int, int64_t>{1, 64}, {2, 32}}) {
+    const int64_t streamed = (int64_t{8} << 20) / (16 * width);
+    const int64_t middle = side / 2 + 8;  // 40 1-byte or 24 2-byte elements.
+    ExpectBothKernels(width, streamed, 16, 16, 0);
+    ExpectBothKernels(width, 16, streamed, streamed, 0);
+    ExpectBothKernels(width, 4099, 16, 16, 0);
+    ExpectBothKernels(width, 1000, middle, middle, 3);
+    ExpectBothKernels(width, 1030, side - 1, side, 0);
+    ExpectBothKernels(width, 16, 5000, 5000, 0);
+    ExpectBothKernels(width, middle, 3000, 3001, 1);
+    ExpectBothKernels(width, side - 1, 1100, 1100, 0);
+    ExpectBothKernels(width, 15, 1000, 1000, 0);
+    ExpectBothKernels(width, 1000, 15, 15, 0);
+  }
 }
 
 TEST(TransposeTest, LargeMatricesOfEveryWidthStreamedOrNot) {
