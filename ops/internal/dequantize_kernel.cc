@@ -316,15 +316,7 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
       }
 #endif
       for (; n >= lanes; c += lanes, o += lanes, n -= lanes) {
-        hn::Vec<decltype(di)> code;
-        if constexpr (kKind == static_cast<int>(CodeKind::kInt8)) {
-          code = hn::PromoteTo(
-              di, hn::LoadU(ds8, reinterpret_cast<const int8_t*>(codes) + c));
-        } else {
-          code = hn::PromoteTo(di, hn::LoadU(d8, codes + c));
-        }
-        StoreValues<kOut>(
-            df, Scale<kMode>(Decode<kKind>(df, code, d.table), vs, g), out, o);
+        StoreValues<kOut>(df, value_at(c), out, o);
       }
     }
     for (; n > 0; ++c, ++o, --n) {
