@@ -18,6 +18,7 @@
 #include "dtype/registry.h"
 #include "gtest/gtest.h"
 #include "hwy/targets.h"
+#include "ops/internal/narrow_codes.h"
 #include "ops/internal/quantize_kernel.h"
 #include "util/errors.h"
 #include "views/views.h"
@@ -866,6 +867,65 @@ TEST(QuantizeTest, FamilyAndGgmlKernelsAgreeOnEveryTarget) {
     EXPECT_EQ(got.amax16, want.amax16) << hwy::TargetName(target);
     EXPECT_EQ(got.amax32, want.amax32) << hwy::TargetName(target);
     EXPECT_EQ(got.amax128, want.amax128) << hwy::TargetName(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// EncodeBlocks gives the e4m3 code of the divided float quotient on every
+// target, for values on and next to every e4m3 rounding boundary times the
+// divisor, in the e4m3 subnormal range, zeros and specials, and for divisors
+// that are powers of two, random, tiny, huge, subnormal, infinite and NaN
+// (the guard for any kernel that avoids the division).
+TEST(QuantizeTest, Fp8EncodeGivesTheCodeOfTheQuotient) {
+  namespace qd = ops_internal::quantize_detail;
+  std::mt19937 rng(17);
+  std::vector<float> divisors = {1.0f,      0.25f,    3.0f,      1e-3f,
+                                 0x1p-125f, 0x1p125f, 0x1p-126f, 0x1p-140f,
+                                 0x1p126f,  INFINITY, NAN,       7.3e-5f};
+  for (int k = 0; k < 20; ++k) {
+    divisors.push_back(std::ldexp(1.0f + (rng() % 1000) / 1000.0f,
+                                  static_cast<int>(rng() % 40) - 20));
+  }
+  // Quotients on, and 1 to 6 ulps either side of, every e4m3 midpoint, in
+  // both signs; and some of everything else.
+  std::vector<float> quotients;
+  for (uint32_t code = 0; code < 0x7E; ++code) {
+    const float mid =
+        (qd::DecodeE4M3(code) + qd::DecodeE4M3(code + 1)) / 2;  // Exact.
+    for (int u = -6; u <= 6; ++u) {
+      const float q = BitsFloat(qd::Bits(mid) + u);
+      quotients.push_back(q);
+      quotients.push_back(-q);
+    }
+  }
+  for (float q : {0.0f, -0.0f, 1e-30f, 0x1p-11f, 0x1p-10f, 448.0f, 464.0f,
+                  1e30f, INFINITY, -INFINITY, NAN}) {
+    quotients.push_back(q);
+  }
+  while (quotients.size() % 64 != 0) quotients.push_back(0.5f);
+  const int64_t block = 64;
+  const int64_t blocks = quotients.size() / block;
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (float d : divisors) {
+    for (float pre : {1.0f, 3.0f}) {
+      // Values whose quotient by d (after the product by pre) lands on or
+      // near the boundaries where d allows it.
+      std::vector<float> x(quotients.size());
+      for (size_t i = 0; i < x.size(); ++i) x[i] = quotients[i] * d / pre;
+      std::vector<float> ds(blocks, d);
+      std::vector<uint8_t> want(x.size());
+      for (size_t i = 0; i < x.size(); ++i) {
+        want[i] = qd::E4M3Code(pre != 1.0f ? x[i] * pre / d : x[i] / d);
+      }
+      for (int64_t target : targets) {
+        hwy::SetSupportedTargetsForTest(target);
+        std::vector<uint8_t> got(x.size(), 0xA5);
+        ops_internal::EncodeBlocks(false, x.data(), blocks, block, pre,
+                                   ds.data(), got.data());
+        ASSERT_EQ(got, want)
+            << hwy::TargetName(target) << " d=" << d << " pre=" << pre;
+      }
+    }
   }
   hwy::SetSupportedTargetsForTest(0);
 }
