@@ -33,14 +33,14 @@ absl::StatusOr<Checkpoint> ReadCheckpointFd(int fd, const std::string& path) {
     STRATA_ASSIGN_OR_RETURN(Gguf gguf, ReadGgufFd(fd, path));
     out.format = "gguf";
     for (GgufTensor& t : gguf.tensors) {
-      out.tensors.push_back({std::move(t.name), std::move(t.tensor)});
+      out.tensors.push_back({std::move(t.name), std::move(t.tensor), ""});
     }
     return out;
   }
   STRATA_ASSIGN_OR_RETURN(Safetensors st, ReadSafetensorsFd(fd, path));
   out.format = "safetensors";
   for (SafetensorsTensor& t : st.tensors) {
-    out.tensors.push_back({std::move(t.name), std::move(t.tensor)});
+    out.tensors.push_back({std::move(t.name), std::move(t.tensor), ""});
   }
   return out;
 }

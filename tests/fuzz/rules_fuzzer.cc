@@ -37,13 +37,15 @@ const Checkpoint& Fixed() {
     c->tensors.push_back(
         {"l.0.kv.weight",
          *QuantizeBlockScaled(zeros({576, 256}), *dtypes::FP8E4M3Block128x128(),
-                              kBlocksOfTheFormat)});
+                              kBlocksOfTheFormat),
+         ""});
     c->tensors.push_back(
         {"l.0.up.weight",
-         *QuantizeBlockScaled(zeros({64, 64}), *dtypes::NVFP4TS(), 1)});
-    c->tensors.push_back({"l.0.experts.w1", zeros({8, 4, 16})});
-    c->tensors.push_back({"scalar", zeros({})});
-    c->tensors.push_back({"refused", ValueErrorCat("refused by its reader")});
+         *QuantizeBlockScaled(zeros({64, 64}), *dtypes::NVFP4TS(), 1), ""});
+    c->tensors.push_back({"l.0.experts.w1", zeros({8, 4, 16}), ""});
+    c->tensors.push_back({"scalar", zeros({}), ""});
+    c->tensors.push_back(
+        {"refused", ValueErrorCat("refused by its reader"), ""});
     return c;
   }();
   return *checkpoint;
