@@ -38,6 +38,7 @@ using ops_internal::PlanRowMajor;
 using ops_internal::PlanSwizzle;
 using ops_internal::QuantFormat;
 using ops_internal::ScaleGrid;
+using ops_internal::StoreSwizzledRow;
 using ops_internal::SwizzledBlockTerm;
 using ops_internal::SwizzledRowBase;
 
@@ -254,11 +255,7 @@ absl::StatusOr<Tensor> QuantizeIntoFamily(
         for (int64_t r = 0; r < rows; ++r) {
           uint8_t* row = tile + SwizzledRowBase(r, grid.padded_blocks);
           if (last) {
-            const uint8_t* codes = from + r * nb;
-            int64_t b = 0;
-            for (; b + 4 <= nb; b += 4)
-              std::memcpy(row + b * 128, codes + b, 4);
-            for (; b < nb; ++b) row[SwizzledBlockTerm(b)] = codes[b];
+            StoreSwizzledRow(from + r * nb, nb, row);
           } else {
             for (int64_t b = 0; b < nb; ++b) {
               row[SwizzledBlockTerm(b)] = from[b * rows + r];
@@ -465,14 +462,8 @@ absl::StatusOr<Tensor> QuantizeChunk(
         ops_internal::QuantizeBlocks(kernel_format, f32 + outer_off[o], blocks,
                                      out_values + o * row_bytes, scale_out);
         if (swizzled) {
-          const int64_t base = scale_index(o, 0, 0);
-          int64_t b = 0;
-          for (; b + 4 <= blocks; b += 4) {
-            std::memcpy(out_scales + base + (b / 4) * 512, scale_out + b, 4);
-          }
-          for (; b < blocks; ++b) {
-            out_scales[base + SwizzledBlockTerm(b)] = scale_out[b];
-          }
+          StoreSwizzledRow(scale_out, blocks,
+                           out_scales + scale_index(o, 0, 0));
         }
       }
     } else {

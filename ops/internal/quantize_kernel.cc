@@ -85,6 +85,34 @@ HWY_INLINE VI EncodeElements(VF y, VI bits) {
   return EncodeElementsOf<kFP4>(DF(), y, bits);
 }
 
+#if STRATA_QUANTIZE_512
+// The largest lane of each of four 16-lane vectors m[0..3], in every lane of
+// 128-bit group g for m[g]: halves first (m[0] and m[1] in the two 256-bit
+// halves of a01), then the 128-bit groups (group g of max(even, odd) is
+// m[g]'s), then within each group. One network for four blocks, where
+// MaxOfLanes would reduce each alone.
+HWY_INLINE VI GroupMaxima4(const VI m[4]) {
+  const DI di;
+  const VI a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]),
+                         hn::ConcatUpperUpper(di, m[1], m[0]));
+  const VI a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]),
+                         hn::ConcatUpperUpper(di, m[3], m[2]));
+  VI w = hn::Max(VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)},   // 0,2,0,2
+                 VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)});  // 1,3,1,3
+  w = hn::Max(w, hn::Shuffle1032(w));
+  return hn::Max(w, hn::Shuffle2301(w));
+}
+
+// 128-bit group g of v in every group (the shuffle takes an immediate).
+HWY_INLINE VF BroadcastGroup(VF v, int g) {
+  const __m512 r = v.raw;
+  return VF{g == 0   ? _mm512_shuffle_f32x4(r, r, 0x00)
+            : g == 1 ? _mm512_shuffle_f32x4(r, r, 0x55)
+            : g == 2 ? _mm512_shuffle_f32x4(r, r, 0xAA)
+                     : _mm512_shuffle_f32x4(r, r, 0xFF)};
+}
+#endif  // STRATA_QUANTIZE_512
+
 #if HWY_TARGET != HWY_SCALAR
 // Stores the fp4 codes of one block (kV vectors, low nibble first), or its
 // fp8 codes, to out.
@@ -150,26 +178,19 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         m[g] = hn::Max(m[g], hn::And(bits[g][j], abs_mask));
       }
     }
-    VI w = m[0];
-    if (kG == 2) {
-      w = hn::Max(hn::ConcatLowerLower(di, m[kG - 1], m[0]),
-                  hn::ConcatUpperUpper(di, m[kG - 1], m[0]));
-    }
+    VI w;  // Group g: block g's amax bits.
 #if STRATA_QUANTIZE_512
-    if (kG == 4) {
-      // Halves first (blocks 0 and 1 in the two 256-bit halves of a01), then
-      // 128-bit groups: group g of max(even, odd) is block g's.
-      const VI a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]),
-                             hn::ConcatUpperUpper(di, m[1], m[0]));
-      const VI a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]),
-                             hn::ConcatUpperUpper(di, m[3], m[2]));
-      const VI even{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)};  // 0,2,0,2
-      const VI odd{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)};   // 1,3,1,3
-      w = hn::Max(even, odd);
-    }
+    if constexpr (kG == 4) w = GroupMaxima4(m);
 #endif
-    w = hn::Max(w, hn::Shuffle1032(w));
-    w = hn::Max(w, hn::Shuffle2301(w));  // Group g: block g's amax bits.
+    if constexpr (kG < 4) {
+      w = m[0];
+      if (kG == 2) {
+        w = hn::Max(hn::ConcatLowerLower(di, m[kG - 1], m[0]),
+                    hn::ConcatUpperUpper(di, m[kG - 1], m[0]));
+      }
+      w = hn::Max(w, hn::Shuffle1032(w));
+      w = hn::Max(w, hn::Shuffle2301(w));
+    }
     const auto nonfinite =
         hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
     VI code;
@@ -205,13 +226,7 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
                     : hn::ConcatUpperUpper(df, s, s);
       }
 #if STRATA_QUANTIZE_512
-      if (kG == 4) {  // Group g in every 128-bit group (an immediate).
-        const __m512 r = s.raw;
-        sg = VF{g == 0   ? _mm512_shuffle_f32x4(r, r, 0x00)
-                : g == 1 ? _mm512_shuffle_f32x4(r, r, 0x55)
-                : g == 2 ? _mm512_shuffle_f32x4(r, r, 0xAA)
-                         : _mm512_shuffle_f32x4(r, r, 0xFF)};
-      }
+      if (kG == 4) sg = BroadcastGroup(s, g);
 #endif
       uint8_t* out = values + (blk + g) * kValueBytes;
       VI codes[kV];
@@ -443,14 +458,7 @@ void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
               m[g], hn::And(hn::BitCast(di, hn::LoadU(DF(), p + i)), abs_mask));
         }
       }
-      const VI a01 = hn::Max(hn::ConcatLowerLower(DI(), m[1], m[0]),
-                             hn::ConcatUpperUpper(DI(), m[1], m[0]));
-      const VI a23 = hn::Max(hn::ConcatLowerLower(DI(), m[3], m[2]),
-                             hn::ConcatUpperUpper(DI(), m[3], m[2]));
-      VI w = hn::Max(VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)},
-                     VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)});
-      w = hn::Max(w, hn::Shuffle1032(w));
-      w = hn::Max(w, hn::Shuffle2301(w));  // Group g: block b + g's amax.
+      const VI w = GroupMaxima4(m);  // Group g: block b + g's amax.
       alignas(64) uint32_t lanes[16];
       hn::Store(hn::BitCast(hn::RebindToUnsigned<DI>(), w),
                 hn::RebindToUnsigned<DI>(), lanes);
@@ -512,30 +520,18 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
         m[g] = hn::Max(hn::And(hn::BitCast(di, v[2 * g]), abs_mask),
                        hn::And(hn::BitCast(di, v[2 * g + 1]), abs_mask));
       }
-      const VI a01 = hn::Max(hn::ConcatLowerLower(di, m[1], m[0]),
-                             hn::ConcatUpperUpper(di, m[1], m[0]));
-      const VI a23 = hn::Max(hn::ConcatLowerLower(di, m[3], m[2]),
-                             hn::ConcatUpperUpper(di, m[3], m[2]));
-      VI w = hn::Max(VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0x88)},
-                     VI{_mm512_shuffle_i32x4(a01.raw, a23.raw, 0xDD)});
-      w = hn::Max(w, hn::Shuffle1032(w));
-      w = hn::Max(w, hn::Shuffle2301(w));  // Group g: block b + g's amax.
+      const VI w = GroupMaxima4(m);  // Group g: block b + g's amax.
       const auto d = hn::Div(hn::BitCast(df, w), hn::Set(df, 127.0f));
       const auto id = hn::IfThenElse(
           hn::Ne(d, hn::Zero(df)), hn::Div(hn::Set(df, 1.0f), d), hn::Zero(df));
       alignas(64) float ds[16];
       hn::Store(d, df, ds);
-      const __m512 r = id.raw;
-      const hn::Vec<DW> ids[4] = {
-          hn::Vec<DW>{_mm512_shuffle_f32x4(r, r, 0x00)},
-          hn::Vec<DW>{_mm512_shuffle_f32x4(r, r, 0x55)},
-          hn::Vec<DW>{_mm512_shuffle_f32x4(r, r, 0xAA)},
-          hn::Vec<DW>{_mm512_shuffle_f32x4(r, r, 0xFF)}};
       for (int g = 0; g < 4; ++g) {
         d_out[b + g] = ds[4 * g];
+        const VF id_g = BroadcastGroup(id, g);
         int8_t* out = reinterpret_cast<int8_t*>(codes + (b + g) * kBlock);
-        hn::StoreU(q8_code(hn::Mul(v[2 * g], ids[g])), d8, out);
-        hn::StoreU(q8_code(hn::Mul(v[2 * g + 1], ids[g])), d8, out + 16);
+        hn::StoreU(q8_code(hn::Mul(v[2 * g], id_g)), d8, out);
+        hn::StoreU(q8_code(hn::Mul(v[2 * g + 1], id_g)), d8, out + 16);
       }
     }
   }

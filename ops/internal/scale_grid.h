@@ -5,6 +5,7 @@
 #define STRATA_OPS_INTERNAL_SCALE_GRID_H_
 
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,6 +21,15 @@ inline int64_t SwizzledRowBase(int64_t r, int64_t padded_blocks) {
   return (r / 128) * 128 * padded_blocks + (r % 32) * 16 + ((r / 32) % 4) * 4;
 }
 inline int64_t SwizzledBlockTerm(int64_t b) { return (b / 4) * 512 + b % 4; }
+
+// Stores one row's `blocks` scale codes into the 128x4 tiles, `row` pointing
+// at its SwizzledRowBase: four consecutive blocks are four consecutive bytes.
+inline void StoreSwizzledRow(const uint8_t* codes, int64_t blocks,
+                             uint8_t* row) {
+  int64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) std::memcpy(row + b * 128, codes + b, 4);
+  for (; b < blocks; ++b) row[SwizzledBlockTerm(b)] = codes[b];
+}
 
 // L_1, the level-1 domain S_0 addresses (per mode), the carrier size and,
 // swizzled, the sizes of the 128x4 tiles.
