@@ -1,5 +1,7 @@
 #include "layout/testing.h"
 
+#include <utility>
+
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
 #include "layout/layout.h"
