@@ -196,22 +196,45 @@ absl::Status CheckAdjacent(int i, const Layout& adjacent, const Layout& source,
   return absl::OkStatus();
 }
 
+// Which rules a view's representation must pass: all of them, or (a view
+// that only rearranges modes of a validated source) those that do not keep
+// their verdict under it (NOTE [ Verdicts that views keep ] in
+// dtype/representation_rule.h).
+enum class RulesToRun { kAll, kNotKeepingVerdictsOfRearrangedModes };
+
 // Step 4 of Create for a compound dtype with rules.
 ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
-                                                const Representation& rep) {
+                                                const Representation& rep,
+                                                RulesToRun which) {
   const FrozenContext context(rep);
   for (const auto& rule : compound.rules()) {
-    STRATA_RETURN_IF_ERROR(rule->Validate(context));
+    const bool kept =
+        which != RulesToRun::kAll && rule->KeepsVerdictWhenModesRearrange();
+#ifdef NDEBUG
+    if (kept) continue;
+#endif
+    absl::Status verdict = rule->Validate(context);
+    if (verdict.ok()) continue;
+    if (kept) {
+      // Builds without NDEBUG: the rule's claim, checked.
+      return absl::InternalError(absl::StrCat(
+          "rule ", rule->name(),
+          " keeps its verdict when a view rearranges modes, yet refuses "
+          "such a view of a validated Tensor: ",
+          verdict.message()));
+    }
+    return verdict;
   }
   return absl::OkStatus();
 }
 
 // Step 4 of Create. Inline: a simple dtype (every one-level view's) has no
 // rule, and costs a load and a comparison, not a call that builds a context.
-inline absl::Status RunRules(const Representation& rep) {
+inline absl::Status RunRules(const Representation& rep,
+                             RulesToRun which = RulesToRun::kAll) {
   const CompoundDType* compound = rep.logical_dtype().AsCompound();
   if (compound == nullptr || compound->rules().empty()) return absl::OkStatus();
-  return RunRulesOf(*compound, rep);
+  return RunRulesOf(*compound, rep, which);
 }
 
 }  // namespace
@@ -618,6 +641,14 @@ absl::Status Representation::ViewDraft::CheckKeepingReach() const {
       CheckSkippedLevelChecks(*rep_, "a view that keeps its reach"));
 #endif
   return RunRules(*rep_);
+}
+
+absl::Status Representation::ViewDraft::CheckRearrangingModes() const {
+#ifndef NDEBUG
+  STRATA_RETURN_IF_ERROR(
+      CheckSkippedLevelChecks(*rep_, "a view that rearranges modes"));
+#endif
+  return RunRules(*rep_, RulesToRun::kNotKeepingVerdictsOfRearrangedModes);
 }
 
 // NOTE [ One-level flat views ]

@@ -178,6 +178,12 @@ class Representation {
     // layout's bounds with Layout::Create and make Check()'s level checks,
     // and return an internal error where the precondition failed.
     absl::Status CheckKeepingReach() const;
+    // CheckKeepingReach() for a view that only rearranges the top-level
+    // modes of L_0 and S_0 (NOTE [ Verdicts that views keep ] in
+    // dtype/representation_rule.h): the rules that keep their verdict under
+    // such views do not run (builds without NDEBUG run them, and return an
+    // internal error where one refuses); the others run in order.
+    absl::Status CheckRearrangingModes() const;
     std::shared_ptr<const Representation> Take() && { return std::move(rep_); }
 
    private:

@@ -120,6 +120,13 @@ class BlockScaleRule final : public RepresentationRule {
   // the levels the format needs is a ValueError too.
   absl::Status Validate(
       const RepresentationValidationContext& context) const override;
+  // True (NOTE [ Verdicts that views keep ] in representation_rule.h): the
+  // judgement reads each top-level mode of (L_0, S_0) on its own, skips the
+  // modes L_0 broadcasts (extent 1 included), and then depends on the modes
+  // only as a collection -- matching them to the format's blocks, and the
+  // disjointness of their moving pieces, ignore their order -- and on L_1
+  // and the levels below, which such views keep.
+  bool KeepsVerdictWhenModesRearrange() const override { return true; }
 
   // For a format of one blocked mode: the top-level mode of the value shape
   // that holds the blocks, or the rule's error. A Tensor whose blocks lie

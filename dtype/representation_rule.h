@@ -55,6 +55,19 @@ class RepresentationRule {
   virtual absl::string_view name() const = 0;
   virtual absl::Status Validate(
       const RepresentationValidationContext& context) const = 0;
+
+  // NOTE [ Verdicts that views keep ]
+  // Whether the rule gives a validated representation's verdict to every
+  // view of it that only rearranges the top-level modes of L_0 and S_0
+  // together: permutes them, drops or inserts modes of extent 1, or inserts
+  // or widens modes of stride 0 on both (Permute, Squeeze, Unsqueeze,
+  // BroadcastTo, BroadcastInDim), every offset and deeper level unchanged.
+  // Such a view is not judged again by a rule that says so: in release
+  // builds the rule does not run on it. Builds without NDEBUG (the tests',
+  // the sanitizers', the fuzzers') run it anyway and report an InternalError
+  // where it refuses, so a wrong claim fails loudly there. The default, for
+  // rules that read positions or extents (a Python rule, say), is false.
+  virtual bool KeepsVerdictWhenModesRearrange() const { return false; }
 };
 
 }  // namespace strata

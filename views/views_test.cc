@@ -1422,6 +1422,85 @@ TEST(ViewFastPathsTest, OneLevelViewsRunTheRulesOfACompoundDType) {
   EXPECT_EQ(carrier.use_count(), 6);
 }
 
+// A rule on two levels that refuses every L_0 whose first mode is not of
+// extent 2 -- a rule that reads positions -- and says (`claims`) or not that
+// views rearranging modes keep its verdict; it counts its runs.
+class FirstModeOfTwoRule : public RepresentationRule {
+ public:
+  explicit FirstModeOfTwoRule(bool claims) : claims_(claims) {}
+  absl::string_view name() const override { return "first_mode_of_two"; }
+  absl::Status Validate(
+      const RepresentationValidationContext& context) const override {
+    ++runs_;
+    const Layout& l0 = context.placement_layout(0);
+    if (l0.shape().is_leaf() || l0.mode(0).size() != 2) {
+      return ValueError("first_mode_of_two: mode 0 is not of extent 2");
+    }
+    return absl::OkStatus();
+  }
+  bool KeepsVerdictWhenModesRearrange() const override { return claims_; }
+  mutable int runs_ = 0;
+
+ private:
+  bool claims_;
+};
+
+// NOTE [ Verdicts that views keep ]: a rule that does not claim its verdict
+// is judged again on every view; one that claims it is not run on views that
+// rearrange modes in release builds, and where the claim is wrong, builds
+// without NDEBUG (these tests') say so with an internal error.
+TEST(ViewFastPathsTest, RulesThatKeepTheirVerdictAreTrustedAndChecked) {
+  for (const bool claims : {false, true}) {
+    SCOPED_TRACE(claims ? "claims" : "does not claim");
+    auto rule = std::make_shared<FirstModeOfTwoRule>(claims);
+    const CompoundDType* dtype = *CompoundDType::Create(
+        absl::StrCat("first_mode_of_two_", claims),
+        {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()}, {rule});
+    auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 6);
+    auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
+    auto rep = Representation::Create(
+        dtype,
+        {{dtypes::Float8E4M3FN(), values, 0, L("(2,3):(3,1)")},
+         {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
+        {L("(2,3):(1,0)")});
+    ASSERT_TRUE(rep.ok()) << rep.status();
+    const Tensor t = MakeTensor(*rep);
+    const int runs = rule->runs_;
+    // Unsqueeze at 1 keeps mode 0 first: the rule passes either way.
+    auto unsqueezed = Unsqueeze(t, 1);
+    ASSERT_TRUE(unsqueezed.ok()) << unsqueezed.status();
+    auto permuted = Permute(t, {1, 0});
+#ifdef NDEBUG
+    const bool judged = !claims;
+#else
+    const bool judged = true;
+#endif
+    EXPECT_EQ(rule->runs_ - runs, judged ? 2 : 0);
+    if (!claims) {
+      EXPECT_TRUE(IsValueError(permuted.status())) << permuted.status();
+      EXPECT_EQ(permuted.status().message(),
+                "Permute: first_mode_of_two: mode 0 is not of extent 2");
+      continue;
+    }
+#ifdef NDEBUG
+    EXPECT_TRUE(permuted.ok()) << permuted.status();
+#else
+    EXPECT_EQ(permuted.status().code(), absl::StatusCode::kInternal)
+        << permuted.status();
+    EXPECT_NE(permuted.status().message().find(
+                  "rule first_mode_of_two keeps its verdict when a view "
+                  "rearranges modes, yet refuses"),
+              std::string::npos)
+        << permuted.status();
+#endif
+    // Views that do not only rearrange modes judge every rule again.
+    const int before_slice = rule->runs_;
+    auto sliced = Slice(t, 1, 0, 2);
+    ASSERT_TRUE(sliced.ok()) << sliced.status();
+    EXPECT_EQ(rule->runs_ - before_slice, 1);
+  }
+}
+
 // Reshape's one-pass path for flat layouts on two levels: L_0 and S_0 both
 // flat, their strides chaining or not independently, merged runs chosen at
 // random; the result is composition's (the review found this path compared

@@ -299,7 +299,9 @@ inline std::optional<int64_t> SpecsSize(const Layout& layout,
 // [ Layout bounds ] in layout/layout.cc), only a broadcast (`kBroadcasts`:
 // its new modes may have extents other than 1) computes the new size, and
 // only the dtype's rules check the result (NOTE [ Views that keep their
-// reach ] in core/representation.cc). A flat one-level source takes
+// reach ] in core/representation.cc), except those that keep their verdict
+// when modes rearrange, as these views do (NOTE [ Verdicts that views keep ]
+// in dtype/representation_rule.h). A flat one-level source takes
 // OneLevelFlatView; otherwise one pass writes L_0 and S_0
 // (LayoutAssembler::GatherModes).
 template <bool kBroadcasts, typename MakeSpecs>
@@ -341,7 +343,8 @@ inline absl::StatusOr<Tensor> MapModes(const Tensor& tensor,
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
       l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
       &draft.placement(0), s0 != nullptr ? &draft.adjacent(0) : nullptr));
-  return PublishKeepingReach(draft);
+  STRATA_RETURN_IF_ERROR(draft.CheckRearrangingModes());
+  return MakeTensor(std::move(draft).Take());
 }
 
 // Errors of the public views begin with the function's name (the factory's and
