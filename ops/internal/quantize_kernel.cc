@@ -111,6 +111,41 @@ HWY_INLINE VF BroadcastGroup(VF v, int g) {
             : g == 2 ? _mm512_shuffle_f32x4(r, r, 0xAA)
                      : _mm512_shuffle_f32x4(r, r, 0xFF)};
 }
+// Four vectors of codes (int32 lanes: 0 to 255, or -128 to 127 where
+// kSigned) as 64 bytes in order: three packs and a permutation of dwords
+// for four vectors, where DemoteTo spends two packs, a mask and a
+// permutation on each. Within a 128-bit lane L the packs leave dword
+// 4L + k holding lanes 4L..4L+3 of c[k].
+template <bool kSigned = false>
+HWY_INLINE void StoreCodes4(const VI c[4], uint8_t* HWY_RESTRICT out) {
+  const __m512i ab = kSigned ? _mm512_packs_epi32(c[0].raw, c[1].raw)
+                             : _mm512_packus_epi32(c[0].raw, c[1].raw);
+  const __m512i cd = kSigned ? _mm512_packs_epi32(c[2].raw, c[3].raw)
+                             : _mm512_packus_epi32(c[2].raw, c[3].raw);
+  const __m512i bytes =
+      kSigned ? _mm512_packs_epi16(ab, cd) : _mm512_packus_epi16(ab, cd);
+  const __m512i order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  _mm512_storeu_si512(out, _mm512_permutexvar_epi32(order, bytes));
+}
+
+// Four vectors of e2m1 codes (0 to 15) as 32 bytes of nibble pairs, low
+// nibble first: each pair of vectors packed into one (ConcatEven/Odd, as
+// StoreBlockCodes does), then the two as in StoreCodes4.
+HWY_INLINE void StoreNibbles4(const VI c[4], uint8_t* HWY_RESTRICT out) {
+  const DI di;
+  const VI p0 = hn::Or(hn::ConcatEven(di, c[1], c[0]),
+                       hn::ShiftLeft<4>(hn::ConcatOdd(di, c[1], c[0])));
+  const VI p1 = hn::Or(hn::ConcatEven(di, c[3], c[2]),
+                       hn::ShiftLeft<4>(hn::ConcatOdd(di, c[3], c[2])));
+  const __m512i words = _mm512_packus_epi32(p0.raw, p1.raw);
+  const __m512i bytes = _mm512_packus_epi16(words, words);
+  const __m512i order =
+      _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 0, 4, 8, 12, 1, 5, 9, 13);
+  _mm256_storeu_si256(
+      reinterpret_cast<__m256i*>(out),
+      _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, bytes)));
+}
 #endif  // STRATA_QUANTIZE_512
 
 #if HWY_TARGET != HWY_SCALAR
@@ -219,6 +254,10 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       s = hn::BitCast(df, hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 254), code)));
       code = hn::IfThenElse(nonfinite, hn::Set(di, 0xFF), code);
     }
+    // On AVX-512 the four blocks' codes are stored together (StoreCodes4,
+    // StoreNibbles4); elsewhere block by block.
+    constexpr bool kStoreTogether = STRATA_QUANTIZE_512 && kG == 4;
+    VI all_codes[kG * kV];
     for (int g = 0; g < kG; ++g) {
       VF sg = s;
       if (kG == 2) {
@@ -228,19 +267,37 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
 #if STRATA_QUANTIZE_512
       if (kG == 4) sg = BroadcastGroup(s, g);
 #endif
-      uint8_t* out = values + (blk + g) * kValueBytes;
-      VI codes[kV];
+      VI* codes = all_codes + g * kV;
       for (int j = 0; j < kV; ++j) {
         const VF a = hn::BitCast(df, hn::And(bits[g][j], abs_mask));
         const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
         codes[j] = EncodeElements<kFP4>(y, bits[g][j]);
       }
-      StoreBlockCodes<kFP4, kV>(codes, out);
+      if (!kStoreTogether) {
+        StoreBlockCodes<kFP4, kV>(codes, values + (blk + g) * kValueBytes);
+      }
+    }
+#if STRATA_QUANTIZE_512
+    if constexpr (kStoreTogether) {
+      // The kG blocks' codes are kG * kV vectors, contiguous in the output.
+      for (int q = 0; q < kV; ++q) {
+        if (kFP4) {
+          StoreNibbles4(all_codes + 4 * q, values + blk * kValueBytes + 32 * q);
+        } else {
+          StoreCodes4(all_codes + 4 * q, values + blk * kValueBytes + 64 * q);
+        }
+      }
+    }
+#endif
+    // The scales, and the codes of a block with a NaN or infinite scale
+    // (after the stores above).
+    for (int g = 0; g < kG; ++g) {
       const uint32_t scale_code =
           static_cast<uint32_t>(hn::ExtractLane(code, 4 * g));
       scales[blk + g] = static_cast<uint8_t>(scale_code);
       if (scale_code == (kNV ? 0x7Fu : 0xFFu)) {
-        std::memset(out, kFP4 ? 0 : 0x7F, kValueBytes);
+        std::memset(values + (blk + g) * kValueBytes, kFP4 ? 0 : 0x7F,
+                    kValueBytes);
       }
     }
   }
@@ -345,6 +402,16 @@ HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
     uint8_t* out = codes + b * block;
     const auto vd = hn::Set(df, divisors[b]);
     int64_t i = 0;
+#if STRATA_QUANTIZE_512
+    for (; i + 4 * n <= block; i += 4 * n) {
+      const VI c[4] = {
+          EncodeLanes<kFP4>(hn::LoadU(df, p + i), multiply, vp, vd),
+          EncodeLanes<kFP4>(hn::LoadU(df, p + i + n), multiply, vp, vd),
+          EncodeLanes<kFP4>(hn::LoadU(df, p + i + 2 * n), multiply, vp, vd),
+          EncodeLanes<kFP4>(hn::LoadU(df, p + i + 3 * n), multiply, vp, vd)};
+      StoreCodes4(c, out + i);
+    }
+#endif
     for (; i + n <= block; i += n) {
       const auto code =
           EncodeLanes<kFP4>(hn::LoadU(df, p + i), multiply, vp, vd);
@@ -495,15 +562,17 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   constexpr int64_t kBlock = 32;
   // The int8 code of t = x / d: half away from zero (t - trunc(t) is exact),
   // clamped to +-127, 0 for NaN.
-  const auto q8_code = [&](hn::Vec<DW> t) {
+  const auto q8_lanes = [&](hn::Vec<DW> t) {
     const auto r = hn::Trunc(t);
     const auto away =
         hn::IfThenElseZero(hn::Ge(hn::Abs(hn::Sub(t, r)), hn::Set(df, 0.5f)),
                            hn::CopySign(hn::Set(df, 1.0f), t));
     auto c = hn::Min(hn::Set(df, 127.0f),
                      hn::Max(hn::Set(df, -127.0f), hn::Add(r, away)));
-    return hn::DemoteTo(d8,
-                        hn::ConvertTo(di, hn::IfThenElseZero(hn::Eq(t, t), c)));
+    return hn::ConvertTo(di, hn::IfThenElseZero(hn::Eq(t, t), c));
+  };
+  const auto q8_code = [&](hn::Vec<DW> t) {
+    return hn::DemoteTo(d8, q8_lanes(t));
   };
   int64_t b = 0;
 #if STRATA_QUANTIZE_512
@@ -526,13 +595,15 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
           hn::Ne(d, hn::Zero(df)), hn::Div(hn::Set(df, 1.0f), d), hn::Zero(df));
       alignas(64) float ds[16];
       hn::Store(d, df, ds);
+      VI c[8];  // The four blocks' codes, contiguous in the output.
       for (int g = 0; g < 4; ++g) {
         d_out[b + g] = ds[4 * g];
         const VF id_g = BroadcastGroup(id, g);
-        int8_t* out = reinterpret_cast<int8_t*>(codes + (b + g) * kBlock);
-        hn::StoreU(q8_code(hn::Mul(v[2 * g], id_g)), d8, out);
-        hn::StoreU(q8_code(hn::Mul(v[2 * g + 1], id_g)), d8, out + 16);
+        c[2 * g] = q8_lanes(hn::Mul(v[2 * g], id_g));
+        c[2 * g + 1] = q8_lanes(hn::Mul(v[2 * g + 1], id_g));
       }
+      StoreCodes4</*kSigned=*/true>(c, codes + b * kBlock);
+      StoreCodes4</*kSigned=*/true>(c + 4, codes + b * kBlock + 64);
     }
   }
 #endif
