@@ -397,7 +397,23 @@ HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const bool multiply = pre != 1.0f;
   const auto vp = hn::Set(df, pre);
-  for (int64_t b = 0; b < blocks; ++b) {
+  int64_t b = 0;
+#if STRATA_QUANTIZE_512
+  // Blocks of one vector (nvfp4_ts's 16 values): four at a time, so that
+  // their codes are stored together.
+  if (block == n) {
+    for (; b + 4 <= blocks; b += 4) {
+      const float* p = x + b * block;
+      VI c[4];
+      for (int g = 0; g < 4; ++g) {
+        c[g] = EncodeLanes<kFP4>(hn::LoadU(df, p + g * n), multiply, vp,
+                                 hn::Set(df, divisors[b + g]));
+      }
+      StoreCodes4(c, codes + b * block);
+    }
+  }
+#endif
+  for (; b < blocks; ++b) {
     const float* p = x + b * block;
     uint8_t* out = codes + b * block;
     const auto vd = hn::Set(df, divisors[b]);
