@@ -27,11 +27,11 @@ const bool kContextAdded = [] {
 
 constexpr int64_t kN = 4096;
 
-// One source for every benchmark of the binary: each format reads the same
-// pages. A source made per benchmark took whichever mapping was spare at the
-// time, and one benchmark then differed by 60% between runs (nvfp4_ts
-// swizzled: 16.6 ms after the other formats, 10.9 ms alone) with the same
-// profile, every kernel slower alike.
+// One source for every benchmark of the binary: every format reads the same
+// pages (a source made per benchmark took whichever mapping was spare at the
+// time). This does not remove the run-to-run spread of this machine: one
+// benchmark still differs by up to 2x between runs, later benchmarks of a
+// run more often, with the same profile (every kernel slower alike).
 const Tensor& Source() {
   static const Tensor* const source = [] {
     auto carrier = *HostCarrier::Create(*dtypes::Float32(), kN * kN);
