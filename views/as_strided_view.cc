@@ -220,6 +220,15 @@ static absl::StatusOr<Tensor> AsStridedImpl(const Tensor& tensor,
   // Map each new coordinate back to a source coordinate through L_0's left
   // inverse.
   const Subtensor& level0 = rep.subtensor(0);
+  // An empty Tensor reaches no carrier index: a view with elements would
+  // reach some that it does not (the leaf-wise path below reads digits of
+  // L_0's leaves of positive extent, and would place them).
+  if (level0.placement.size() == 0) {
+    return ValueErrorCat(
+        "AsStrided: ", layout.ToString(), " at offset ", offset, " has ",
+        layout.size(), " elements, but level 0 (", level0.placement.ToString(),
+        ") is empty and reaches no carrier index");
+  }
   const int64_t delta = offset - level0.offset;
   // LeftInverse is only a quasi-inverse where L_0 has stride-0 modes; a
   // carrier index would then name several source coordinates, whose deeper

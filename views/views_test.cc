@@ -1116,6 +1116,31 @@ TEST(ViewsIssue16, AsStridedRefusesIndicesOutsideLevelZerosImage) {
       << broadcast.status();
 }
 
+// An empty multi-level Tensor reaches no carrier index, so AsStrided gives it
+// no view with elements (the API fuzzer found one admitted: the leaf-wise path
+// read the digits of L_0's leaves of positive extent and placed them,
+// (0,(1,129),64):(0,(64,64),1) viewed as 3:1). An empty view stays a view.
+TEST(ViewsIssue16, AsStridedOfAnEmptyMultiLevelTensorReachesNothing) {
+  const Tensor t = OneScale("(2,3):(3,1)");
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{0, 2, 3}, {2, 0}}) {
+    SCOPED_TRACE(shape.size());
+    auto empty = shape.size() == 3 ? BroadcastTo(t, shape) : Slice(t, 1, 0, 0);
+    ASSERT_TRUE(empty.ok()) << empty.status();
+    ASSERT_EQ(empty->size(), 0);
+    for (const char* layout : {"3:1", "(2,3):(3,1)", "1:0"}) {
+      auto v = AsStrided(*empty, L(layout), 0);
+      EXPECT_TRUE(IsValueError(v.status())) << layout << ": " << Describe(*v);
+      EXPECT_NE(v.status().message().find("is empty and reaches no carrier"),
+                absl::string_view::npos)
+          << v.status();
+    }
+    auto still_empty = AsStrided(*empty, L("(0,3):(3,1)"), 0);
+    ASSERT_TRUE(still_empty.ok()) << still_empty.status();
+    EXPECT_EQ(still_empty->size(), 0);
+  }
+}
+
 // NOTE [ Reshape by merging modes ]: the fast paths of Reshape and Slice give
 // exactly what composition gives (or both fail), on one- and two-level
 // Tensors, over random layouts and arguments.

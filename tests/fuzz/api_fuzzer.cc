@@ -843,9 +843,14 @@ bool Tracing() {
 }
 
 // A one-subtensor Tensor of a user-created dtype: every op that touches
-// values refuses it with a TypeError (NOTE [ One dtype switch ]).
+// values refuses it with a TypeError (NOTE [ One dtype switch ]). A
+// user-created descriptor is a simple dtype without a scalar type
+// (RequireScalarType); a built-in outside Builtin()'s fourteen (uint4, the
+// codes of q4_0 that Levels gives) is not one.
 bool HasUserDType(const Tensor& t) {
-  return t.num_subtensors() == 1 && !BuiltinSimple(&t.dtype());
+  const SimpleDType* simple = t.dtype().AsSimple();
+  return t.num_subtensors() == 1 && simple != nullptr &&
+         !simple->scalar_type().has_value();
 }
 void RefusedUserDType(const absl::Status& s) {
   // (Another operand's missing host data may be reported first.)
