@@ -461,20 +461,20 @@ absl::StatusOr<Tensor> QuantizeChunk(
       // StoreSwizzledRow waited for them (a failed store-to-load forward):
       // the swizzled layout cost 12-30% more than the row-major one.
       std::vector<uint8_t> row_scales(swizzled ? 2 * blocks : 0);
+      auto row_buffer = [&](int64_t o) {
+        return row_scales.data() + (o & 1) * blocks;
+      };
+      auto scatter_row = [&](int64_t o) {
+        StoreSwizzledRow(row_buffer(o), blocks,
+                         out_scales + scale_index(o, 0, 0));
+      };
       for (int64_t o = 0; o < outer; ++o) {
-        uint8_t* scale_out = swizzled ? row_scales.data() + (o & 1) * blocks
-                                      : out_scales + o * blocks;
+        uint8_t* scale_out = swizzled ? row_buffer(o) : out_scales + o * blocks;
         ops_internal::QuantizeBlocks(kernel_format, f32 + outer_off[o], blocks,
                                      out_values + o * row_bytes, scale_out);
-        if (swizzled && o > 0) {
-          StoreSwizzledRow(row_scales.data() + ((o - 1) & 1) * blocks, blocks,
-                           out_scales + scale_index(o - 1, 0, 0));
-        }
+        if (swizzled && o > 0) scatter_row(o - 1);
       }
-      if (swizzled && outer > 0) {
-        StoreSwizzledRow(row_scales.data() + ((outer - 1) & 1) * blocks, blocks,
-                         out_scales + scale_index(outer - 1, 0, 0));
-      }
+      if (swizzled && outer > 0) scatter_row(outer - 1);
     } else {
       float v[32];
       uint8_t codes[32];

@@ -85,6 +85,16 @@ HWY_INLINE VI EncodeElements(VF y, VI bits) {
   return EncodeElementsOf<kFP4>(DF(), y, bits);
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// The e2m1 codes (0 to 15) of `lo` then `hi` as nibble pairs, low nibble
+// first: lane p holds codes 2p and 2p + 1 of the two vectors' lanes in order.
+HWY_INLINE VI NibblePairs(VI lo, VI hi) {
+  const DI di;
+  return hn::Or(hn::ConcatEven(di, hi, lo),
+                hn::ShiftLeft<4>(hn::ConcatOdd(di, hi, lo)));
+}
+#endif
+
 #if STRATA_QUANTIZE_512
 // The largest lane of each of four 16-lane vectors m[0..3], in every lane of
 // 128-bit group g for m[g]: halves first (m[0] and m[1] in the two 256-bit
@@ -130,14 +140,11 @@ HWY_INLINE void StoreCodes4(const VI c[4], uint8_t* HWY_RESTRICT out) {
 }
 
 // Four vectors of e2m1 codes (0 to 15) as 32 bytes of nibble pairs, low
-// nibble first: each pair of vectors packed into one (ConcatEven/Odd, as
+// nibble first: each pair of vectors packed into one (NibblePairs, as
 // StoreBlockCodes does), then the two as in StoreCodes4.
 HWY_INLINE void StoreNibbles4(const VI c[4], uint8_t* HWY_RESTRICT out) {
-  const DI di;
-  const VI p0 = hn::Or(hn::ConcatEven(di, c[1], c[0]),
-                       hn::ShiftLeft<4>(hn::ConcatOdd(di, c[1], c[0])));
-  const VI p1 = hn::Or(hn::ConcatEven(di, c[3], c[2]),
-                       hn::ShiftLeft<4>(hn::ConcatOdd(di, c[3], c[2])));
+  const VI p0 = NibblePairs(c[0], c[1]);
+  const VI p1 = NibblePairs(c[2], c[3]);
   const __m512i words = _mm512_packus_epi32(p0.raw, p1.raw);
   const __m512i bytes = _mm512_packus_epi16(words, words);
   const __m512i order =
@@ -153,7 +160,6 @@ HWY_INLINE void StoreNibbles4(const VI c[4], uint8_t* HWY_RESTRICT out) {
 // fp8 codes, to out.
 template <bool kFP4, int kV>
 HWY_INLINE void StoreBlockCodes(const VI* codes, uint8_t* HWY_RESTRICT out) {
-  const DI di;
   const D8 d8;
   constexpr size_t kN = hn::MaxLanes(DF());
   if (!kFP4) {
@@ -162,18 +168,14 @@ HWY_INLINE void StoreBlockCodes(const VI* codes, uint8_t* HWY_RESTRICT out) {
     }
   } else if (kV == 1) {
     // One vector of codes: its kN / 2 packed bytes are the lower half.
-    const VI even = hn::ConcatEven(di, codes[0], codes[0]);
-    const VI odd = hn::ConcatOdd(di, codes[0], codes[0]);
     const hn::Half<DI> dh;
     const hn::Rebind<uint8_t, hn::Half<DI>> dh8;
-    hn::StoreU(hn::DemoteTo(
-                   dh8, hn::LowerHalf(dh, hn::Or(even, hn::ShiftLeft<4>(odd)))),
-               dh8, out);
+    hn::StoreU(
+        hn::DemoteTo(dh8, hn::LowerHalf(dh, NibblePairs(codes[0], codes[0]))),
+        dh8, out);
   } else {
     for (int j = 0; j + 1 < kV; j += 2) {
-      const VI even = hn::ConcatEven(di, codes[j + 1], codes[j]);
-      const VI odd = hn::ConcatOdd(di, codes[j + 1], codes[j]);
-      hn::StoreU(hn::DemoteTo(d8, hn::Or(even, hn::ShiftLeft<4>(odd))), d8,
+      hn::StoreU(hn::DemoteTo(d8, NibblePairs(codes[j], codes[j + 1])), d8,
                  out + j * kN / 2);
     }
   }

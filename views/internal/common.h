@@ -54,6 +54,15 @@ inline absl::StatusOr<Tensor> PublishKeepingReach(
   return MakeTensor(std::move(draft).Take());
 }
 
+// Publish for a view that only rearranges modes (NOTE [ Verdicts that views
+// keep ] in dtype/representation_rule.h): PublishKeepingReach, less the
+// rules that keep their verdict under it.
+inline absl::StatusOr<Tensor> PublishRearrangingModes(
+    Representation::ViewDraft& draft) {
+  STRATA_RETURN_IF_ERROR(draft.CheckRearrangingModes());
+  return MakeTensor(std::move(draft).Take());
+}
+
 // A layout the view computed for S_0 that is not one: Create's TypeError.
 inline absl::Status NotAnAdjacentLayout(const absl::Status& status) {
   return TypeErrorCat("adjacent level 0: not a Layout: ", status.message());
@@ -343,8 +352,7 @@ inline absl::StatusOr<Tensor> MapModes(const Tensor& tensor,
   STRATA_RETURN_IF_ERROR(LayoutAssembler::GatherModes(
       l0, modes.table(), s0, span, size.has_value() ? &bounds : nullptr,
       &draft.placement(0), s0 != nullptr ? &draft.adjacent(0) : nullptr));
-  STRATA_RETURN_IF_ERROR(draft.CheckRearrangingModes());
-  return MakeTensor(std::move(draft).Take());
+  return PublishRearrangingModes(draft);
 }
 
 // Errors of the public views begin with the function's name (the factory's and
