@@ -196,20 +196,36 @@ absl::Status CheckAdjacent(int i, const Layout& adjacent, const Layout& source,
   return absl::OkStatus();
 }
 
-// Which rules a view's representation must pass: all of them, or (a view
-// that only rearranges modes of a validated source) those that do not keep
-// their verdict under it (NOTE [ Verdicts that views keep ] in
-// dtype/representation_rule.h).
-enum class RulesToRun { kAll, kNotKeepingVerdictsOfRearrangedModes };
+// Which rules a view's representation must pass: all of them, or those that
+// do not keep their verdict under the view (NOTE [ Verdicts that views keep ]
+// and NOTE [ Verdicts that slices keep ] in dtype/representation_rule.h):
+// for a view that only rearranges modes, or for `slice` of `source`.
+struct RulesToRun {
+  enum class Kind { kAll, kNotKeepingRearrangedModes, kNotKeepingSlice };
+  Kind kind = Kind::kAll;
+  const Representation* source = nullptr;  // kNotKeepingSlice only
+  ModeSlice slice;
+};
 
 // Step 4 of Create for a compound dtype with rules.
 ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
                                                 const Representation& rep,
-                                                RulesToRun which) {
+                                                const RulesToRun& which) {
   const FrozenContext context(rep);
+  std::optional<FrozenContext> source_context;
   for (const auto& rule : compound.rules()) {
-    const bool kept =
-        which != RulesToRun::kAll && rule->KeepsVerdictWhenModesRearrange();
+    bool kept = false;
+    switch (which.kind) {
+      case RulesToRun::Kind::kAll:
+        break;
+      case RulesToRun::Kind::kNotKeepingRearrangedModes:
+        kept = rule->KeepsVerdictWhenModesRearrange();
+        break;
+      case RulesToRun::Kind::kNotKeepingSlice:
+        if (!source_context.has_value()) source_context.emplace(*which.source);
+        kept = rule->KeepsVerdictWhenSliced(*source_context, which.slice);
+        break;
+    }
 #ifdef NDEBUG
     if (kept) continue;
 #endif
@@ -217,10 +233,15 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
     if (verdict.ok()) continue;
     if (kept) {
       // Builds without NDEBUG: the rule's claim, checked.
+      const bool sliced = which.kind == RulesToRun::Kind::kNotKeepingSlice;
       return absl::InternalError(absl::StrCat(
-          "rule ", rule->name(),
-          " keeps its verdict when a view rearranges modes, yet refuses "
-          "such a view of a validated Tensor: ",
+          "rule ", rule->name(), " keeps its verdict ",
+          sliced ? absl::StrCat("on a slice of mode ", which.slice.mode, " (",
+                                which.slice.count, " coordinates from ",
+                                which.slice.start, " by steps of ",
+                                which.slice.step, ")")
+                 : std::string("when a view rearranges modes"),
+          ", yet refuses such a view of a validated Tensor: ",
           verdict.message()));
     }
     return verdict;
@@ -231,7 +252,7 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
 // Step 4 of Create. Inline: a simple dtype (every one-level view's) has no
 // rule, and costs a load and a comparison, not a call that builds a context.
 inline absl::Status RunRules(const Representation& rep,
-                             RulesToRun which = RulesToRun::kAll) {
+                             const RulesToRun& which = RulesToRun()) {
   const CompoundDType* compound = rep.logical_dtype().AsCompound();
   if (compound == nullptr || compound->rules().empty()) return absl::OkStatus();
   return RunRulesOf(*compound, rep, which);
@@ -648,7 +669,22 @@ absl::Status Representation::ViewDraft::CheckRearrangingModes() const {
   STRATA_RETURN_IF_ERROR(
       CheckSkippedLevelChecks(*rep_, "a view that rearranges modes"));
 #endif
-  return RunRules(*rep_, RulesToRun::kNotKeepingVerdictsOfRearrangedModes);
+  RulesToRun which;
+  which.kind = RulesToRun::Kind::kNotKeepingRearrangedModes;
+  return RunRules(*rep_, which);
+}
+
+absl::Status Representation::ViewDraft::CheckSlice(
+    const Representation& source, const ModeSlice& slice) const {
+#ifndef NDEBUG
+  STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep_));
+#endif
+  STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
+  RulesToRun which;
+  which.kind = RulesToRun::Kind::kNotKeepingSlice;
+  which.source = &source;
+  which.slice = slice;
+  return RunRules(*rep_, which);
 }
 
 // NOTE [ One-level flat views ]

@@ -184,6 +184,13 @@ class Representation {
     // such views do not run (builds without NDEBUG run them, and return an
     // internal error where one refuses); the others run in order.
     absl::Status CheckRearrangingModes() const;
+    // Check() for `slice` of `source` (NOTE [ Verdicts that slices keep ] in
+    // dtype/representation_rule.h), where `source` is the representation
+    // the draft started from: every level check runs; the rules that keep
+    // their verdict on the slice do not (builds without NDEBUG run them, and
+    // return an internal error where one refuses); the others run in order.
+    absl::Status CheckSlice(const Representation& source,
+                            const ModeSlice& slice) const;
     std::shared_ptr<const Representation> Take() && { return std::move(rep_); }
 
    private:

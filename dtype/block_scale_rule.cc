@@ -485,6 +485,83 @@ absl::Status BlockScaleRule::Validate(
   return Judge(scaling_, tensor_scale_, context, &blocked);
 }
 
+bool BlockScaleRule::KeepsVerdictWhenSliced(
+    const RepresentationValidationContext& source,
+    const ModeSlice& slice) const {
+  const int needed = tensor_scale_ ? 3 : 2;
+  const auto adjacent = source.adjacent_layouts();
+  if (source.num_levels() < needed ||
+      static_cast<int>(adjacent.size()) < needed - 1) {
+    return false;
+  }
+  if (slice.count == 0) return true;  // An empty Tensor has no block.
+  const Layout& s0 = adjacent[0];
+  const Layout& l0 = source.placement_layout(0);
+  const IntTuple& shape = s0.shape();
+  // Not a validated source (shape(S_0) is shape(L_0)).
+  if (shape.leaves().size() != l0.shape().leaves().size()) return false;
+  // The mode's leaves, [first, end), read off the shape's tokens as
+  // ReadModes does.
+  int first = 0, end = 1;
+  if (shape.is_leaf()) {
+    if (slice.mode != 0) return false;
+  } else {
+    const auto tokens = shape.tokens();
+    if (slice.mode < 0 || slice.mode >= tokens[0]) return false;
+    int token = 1, leaf = 0;
+    for (int i = 0; i <= slice.mode; ++i) {
+      first = leaf;
+      for (int pending = 1; pending > 0;) {
+        const int32_t t = tokens[token++];
+        --pending;
+        if (t == IntTuple::kLeafToken) {
+          ++leaf;
+        } else {
+          pending += t;
+        }
+      }
+    }
+    end = leaf;
+  }
+  const int64_t* extents = shape.leaves().data();
+  const int64_t* s_strides = s0.stride().leaves().data();
+  const int64_t* l_strides = l0.stride().leaves().data();
+  int64_t inner = 1;  // Every leaf of the mode but the last.
+  for (int k = first; k + 1 < end; ++k) inner *= extents[k];
+  const int64_t extent = end > first ? inner * extents[end - 1] : 1;
+  if (slice.start == 0 && slice.step == 1 && slice.count == extent) {
+    return true;  // The source itself.
+  }
+  const Layout& l1 = source.placement_layout(1);
+  const auto l1_extents = l1.shape().leaves();
+  const auto l1_strides = l1.stride().leaves();
+  for (size_t j = 0; j < l1_extents.size(); ++j) {
+    if (l1_extents[j] > 1 && l1_strides[j] == 0) return false;
+  }
+  bool broadcast = true;
+  for (int k = first; k < end; ++k) {
+    broadcast = broadcast && (extents[k] <= 1 || l_strides[k] == 0);
+  }
+  if (broadcast) return true;  // The judgement skips the mode.
+  Pieces pieces;
+  for (int k = first; k < end; ++k) AddLeaf(extents[k], s_strides[k], &pieces);
+  bool moves = false;
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    if (pieces[k].stride != 0) {
+      moves = true;
+    } else if (k > 0) {
+      return false;  // A repeat, which the source cannot have.
+    }
+  }
+  if (!moves) return false;  // A constant mode: its extent is its block.
+  const bool per_value = pieces[0].stride != 0;
+  if (per_value && end - first == 1) return true;
+  // Whole steps of the last leaf: the block, a prefix of the inner leaves,
+  // divides start and count.
+  return slice.step == 1 && inner > 0 && slice.start % inner == 0 &&
+         slice.count % inner == 0;
+}
+
 absl::StatusOr<int> BlockScaleRule::BlockedMode(
     const RepresentationValidationContext& context) const {
   int blocked;

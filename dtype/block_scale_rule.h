@@ -127,6 +127,31 @@ class BlockScaleRule final : public RepresentationRule {
   // disjointness of their moving pieces, ignore their order -- and on L_1
   // and the levels below, which such views keep.
   bool KeepsVerdictWhenModesRearrange() const override { return true; }
+  // NOTE [ Slices that keep the block-scaling verdict ]
+  // True for a slice (NOTE [ Verdicts that slices keep ] in
+  // representation_rule.h) that is empty, is the whole mode, or, where L_1
+  // has no leaf of stride 0 (no ragged block merges scales), is of a mode
+  // that L_0 broadcasts, of a mode with one scale per value when the mode is
+  // one leaf (any start and step) or the slice takes whole steps of its last
+  // leaf, or of a blocked mode by whole steps of its last leaf (whole blocks,
+  // as the block is a prefix of the inner leaves). Why the verdict stays:
+  // - every mode but the sliced one is read as before, and the sliced one
+  //   keeps its block (its stride-0 prefix is untouched) or becomes one
+  //   block (count == block: a constant mode, which takes the entry the
+  //   blocked mode left, as constants are matched after blocked modes);
+  // - the sliced piece (count):(step * d) reaches no farther than (n):(d)
+  //   and steps below every larger stride, so the moving pieces still step
+  //   past what the smaller ones reach, in L_1's coordinates;
+  // - narrowing maps L_1's coordinates into the box monotonically (the box
+  //   reads its leaves colexicographically, as L_1 does), so that order,
+  //   and S_0's zero and nonzero strides, carry into the box; and L_1's
+  //   leaves become (n_a):(g_a * t_a) with (n_a - 1) * g_a < e_a, which
+  //   keeps them below every larger stride and reaching no farther;
+  // - L_2 or S_1 keeps its stride 0 on every leaf.
+  // block_scaled_family_test checks this against the rule over random
+  // slices of every format, and debug builds check every slice.
+  bool KeepsVerdictWhenSliced(const RepresentationValidationContext& source,
+                              const ModeSlice& slice) const override;
 
   // For a format of one blocked mode: the top-level mode of the value shape
   // that holds the blocks, or the rule's error. A Tensor whose blocks lie

@@ -3,6 +3,8 @@
 #ifndef STRATA_DTYPE_REPRESENTATION_RULE_H_
 #define STRATA_DTYPE_REPRESENTATION_RULE_H_
 
+#include <cstdint>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
@@ -13,6 +15,17 @@ namespace strata {
 
 class DType;
 class SimpleDType;
+
+// A slice of top-level mode `mode` of L_0 (and of S_0, which has its shape):
+// the coordinates start + step * j for j < count along it, every other mode
+// whole. A slice Slice admits: 0 <= start, step >= 1, count >= 0, and
+// start + step * (count - 1) < the mode's extent where count > 0.
+struct ModeSlice {
+  int mode = 0;
+  int64_t start = 0;
+  int64_t count = 0;
+  int64_t step = 1;
+};
 
 // The public RepresentationValidationContext protocol: a read-only description
 // of a universally validated candidate representation. Every accessor is const
@@ -68,6 +81,24 @@ class RepresentationRule {
   // where it refuses, so a wrong claim fails loudly there. The default, for
   // rules that read positions or extents (a Python rule, say), is false.
   virtual bool KeepsVerdictWhenModesRearrange() const { return false; }
+
+  // NOTE [ Verdicts that slices keep ]
+  // Whether the rule gives a validated representation (`source`) its verdict
+  // on the slice `slice` of it: L_0 and S_0 sliced along the mode (the
+  // integer mode count:(step * d) from start * d, or a hierarchical mode's
+  // last leaf cut to whole steps of the leaves before it, NOTE [ Slices by
+  // whole steps of a mode's last leaf ] in views/slice_view.cc), and every
+  // deeper level narrowed to the box the slice reaches (NOTE [ Boxes of a
+  // level's leaf grid ] in views/narrow_level.h). Decided from the source
+  // and the slice alone, in O(rank); a rule that says true is not run on
+  // that slice in release builds, and, as for views that rearrange modes,
+  // builds without NDEBUG run it anyway and report an InternalError where it
+  // refuses. The default is false: every slice is judged again.
+  virtual bool KeepsVerdictWhenSliced(
+      const RepresentationValidationContext& /*source*/,
+      const ModeSlice& /*slice*/) const {
+    return false;
+  }
 };
 
 }  // namespace strata

@@ -3,11 +3,13 @@
 // checked at every level, the tensor-scale level included), and the rule
 // refuses what is not the format's blocks.
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "carrier/carrier.h"
 #include "core/representation.h"
@@ -403,6 +405,162 @@ TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
   }
   EXPECT_GT(admitted, 200);
   EXPECT_GT(refused, 20);
+}
+
+// The rule's context of a Tensor, as Representation validates it.
+FrozenContext ContextOf(const Tensor& t) {
+  const Representation& rep = TensorAccess::representation(t);
+  std::vector<Layout> placements, adjacent;
+  for (const Subtensor& s : rep.subtensors()) placements.push_back(s.placement);
+  for (const Layout& s : rep.adjacent_layouts()) adjacent.push_back(s);
+  return FrozenContext(rep.logical_dtype(), placements, adjacent);
+}
+
+// NOTE [ Slices that keep the block-scaling verdict ] (dtype/
+// block_scale_rule.h): over random slices (any start and step, aligned to
+// the blocks half of the time) of every format, scale layout and a view of
+// it (a permute, a broadcast, a slice), wherever the rule claims its verdict
+// the slice is either refused by the narrowing before any rule (a
+// ValueError) or judged valid by the rule in full; it is never the internal
+// error of a wrong claim (this build runs the rule on every slice). Each
+// kind of claim is made many times, and so are refusals of the rule where it
+// makes none.
+TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
+  testing::RandomLayouts gen(38);
+  struct Case {
+    const CompoundDType* dtype;
+    int64_t blocked_dim;  // of a rank-3 source, or kBlocksOfTheFormat
+    int64_t block;        // along blocked_dim (the last two for 128x128)
+    ScaleLayout scales;
+  };
+  const std::vector<Case> cases = {
+      {dtypes::MXFP8E4M3(), 2, 32, ScaleLayout::kRowMajor},
+      {dtypes::MXFP8E4M3(), 2, 32, ScaleLayout::kSwizzled128x4},
+      {dtypes::MXFP4(), 1, 32, ScaleLayout::kRowMajor},
+      {dtypes::MXFP4(), 1, 32, ScaleLayout::kSwizzled128x4},
+      {dtypes::NVFP4(), 2, 16, ScaleLayout::kRowMajor},
+      {dtypes::NVFP4(), 2, 16, ScaleLayout::kSwizzled128x4},
+      {dtypes::NVFP4TS(), 1, 16, ScaleLayout::kRowMajor},
+      {dtypes::NVFP4TSRecip(), 2, 16, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block128x128(), kBlocksOfTheFormat, 128,
+       ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Block1x128(), 2, 128, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Rowwise(), kBlocksOfTheFormat, 0, ScaleLayout::kRowMajor},
+      {dtypes::FP8E4M3Tensorwise(), kBlocksOfTheFormat, 0,
+       ScaleLayout::kRowMajor},
+      {dtypes::Q8_0(), kBlocksOfTheFormat, 32, ScaleLayout::kRowMajor},
+      {dtypes::Q4_0(), kBlocksOfTheFormat, 32, ScaleLayout::kRowMajor},
+  };
+  int claimed = 0, claimed_and_admitted = 0, claimed_with_step = 0,
+      claimed_by_blocks = 0, judged_and_refused = 0;
+  for (int n = 0; n < 5000; ++n) {
+    const Case& c = cases[n % cases.size()];
+    const bool ragged = FindBlockScaleRule(*c.dtype)->scaling().ragged;
+    const bool square = c.dtype == dtypes::FP8E4M3Block128x128();
+    const int64_t blocked =
+        c.blocked_dim == kBlocksOfTheFormat ? 2 : c.blocked_dim;
+    // Shapes of whole blocks, but for ragged formats, where the last block
+    // is partial half of the time.
+    std::vector<int64_t> shape = {gen.Uniform(1, 3), gen.Uniform(1, 12),
+                                  gen.Uniform(1, 12)};
+    if (c.block > 0) {
+      for (int64_t d = 0; d < 3; ++d) {
+        if (d != blocked && !(square && d == 1)) continue;
+        shape[d] = c.block * gen.Uniform(1, square ? 2 : 4);
+        if (ragged && gen.Uniform(0, 1))
+          shape[d] -= gen.Uniform(1, c.block - 1);
+      }
+    }
+    auto quantized = QuantizeBlockScaled(Floats(shape, n), *c.dtype,
+                                         c.blocked_dim, c.scales);
+    ASSERT_TRUE(quantized.ok()) << c.dtype->name() << " " << quantized.status();
+    SCOPED_TRACE(absl::StrCat(c.dtype->name(), " ", ScaleLayoutName(c.scales),
+                              " (", shape[0], ",", shape[1], ",", shape[2],
+                              ") round ", n));
+    // A view of it first, a third of the time.
+    Tensor source = *quantized;
+    std::vector<int64_t> blocks(3, 1);
+    if (c.block > 0) blocks[blocked] = c.block;
+    if (square) blocks[1] = c.block;
+    switch (gen.Uniform(0, 5)) {
+      case 0: {
+        source = *Permute(source, {2, 0, 1});
+        blocks = {blocks[2], blocks[0], blocks[1]};
+        break;
+      }
+      case 1: {
+        source = *BroadcastTo(*Unsqueeze(source, 0),
+                              {3, shape[0], shape[1], shape[2]});
+        blocks.insert(blocks.begin(), 1);
+        break;
+      }
+      case 2: {
+        // Whole blocks of a blocked mode, or a step along another.
+        const int64_t d = gen.Uniform(0, 2);
+        auto v = blocks[d] > 1
+                     ? Slice(source, d, 0,
+                             std::min(shape[d], blocks[d] * gen.Uniform(1, 2)))
+                     : Slice(source, d, gen.Uniform(0, shape[d] - 1), shape[d],
+                             gen.Uniform(1, 2));
+        if (v.ok()) source = *v;
+        break;
+      }
+      default:
+        break;
+    }
+    const std::vector<int64_t> dims = source.shape();
+    const int dim = gen.Uniform(0, static_cast<int64_t>(dims.size()) - 1);
+    const int64_t extent = dims[dim];
+    const int64_t b = blocks[dim];
+    // Steps of 2 to 4 two thirds of the time, from the first half of the
+    // mode (so that they take more than one coordinate).
+    int64_t step = gen.Uniform(0, 2) ? gen.Uniform(2, 4) : 1;
+    int64_t start = gen.Uniform(0, step > 1 ? extent / 2 : extent);
+    int64_t stop = gen.Uniform(start, extent);
+    if (b > 1 && gen.Uniform(0, 1)) {
+      start = start / b * b;
+      stop = std::max(start, std::min(extent, (stop + b - 1) / b * b));
+      // Whole blocks, or every other value of them.
+      step = gen.Uniform(0, 3) ? 1 : 2;
+    }
+    const Representation& rep = TensorAccess::representation(source);
+    SCOPED_TRACE(
+        absl::StrCat("source L_0 = ", rep.subtensor(0).placement.ToString(),
+                     ", S_0 = ", rep.adjacent_layouts()[0].ToString(),
+                     ", L_1 = ", rep.subtensor(1).placement.ToString(),
+                     "; slice ", dim, " [", start, ", ", stop, ") by ", step));
+    const int64_t count = (stop - start + step - 1) / step;
+    const bool claim = FindBlockScaleRule(*c.dtype)->KeepsVerdictWhenSliced(
+        ContextOf(source), {dim, start, count, step});
+    const auto v = Slice(source, dim, start, stop, step);
+    EXPECT_NE(v.status().code(), absl::StatusCode::kInternal) << v.status();
+    if (!claim) {
+      if (!v.ok() && absl::StrContains(v.status().message(), "needs")) {
+        ++judged_and_refused;
+      }
+      continue;
+    }
+    ++claimed;
+    if (step > 1 && count > 1) ++claimed_with_step;
+    if (b > 1 && count > 0 && count < extent) ++claimed_by_blocks;
+    if (!v.ok()) {
+      EXPECT_TRUE(IsValueError(v.status())) << v.status();
+      continue;
+    }
+    ++claimed_and_admitted;
+    EXPECT_TRUE(FindBlockScaleRule(*c.dtype)->Validate(ContextOf(*v)).ok())
+        << FindBlockScaleRule(*c.dtype)->Validate(ContextOf(*v));
+  }
+  std::printf(
+      "claimed %d (admitted %d, with steps %d, by blocks %d); "
+      "refused by the rule %d\n",
+      claimed, claimed_and_admitted, claimed_with_step, claimed_by_blocks,
+      judged_and_refused);
+  EXPECT_GT(claimed, 3000);
+  EXPECT_GT(claimed_and_admitted, 3000);
+  EXPECT_GT(claimed_with_step, 200);
+  EXPECT_GT(claimed_by_blocks, 200);
+  EXPECT_GT(judged_and_refused, 50);
 }
 
 TEST(BlockScaledFamilyTest, QuantizedTensorsSurviveDumpReplayDump) {

@@ -36,7 +36,7 @@ using views_internal::Named;
 using views_internal::NarrowLevels;
 using views_internal::NotAnAdjacentLayout;
 using views_internal::OneLevelFlatTensor;
-using views_internal::Publish;
+using views_internal::PublishSlice;
 using views_internal::SpecWriter;
 }  // namespace
 
@@ -62,7 +62,7 @@ absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
       if (!s0.ok()) return NotAnAdjacentLayout(s0.status());
       draft.adjacent(0) = *std::move(s0);
     }
-    return Publish(draft);
+    return PublishSlice(draft, rep, {static_cast<int>(dim), start, 0, step});
   }
   std::vector<Layout> operands = {l_modes[dim]};
   if (levels) operands.push_back(s_modes[dim]);
@@ -84,7 +84,7 @@ absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
     STRATA_ASSIGN_OR_RETURN(draft.adjacent(0), FromTopModes(s_modes));
     STRATA_RETURN_IF_ERROR(NarrowLevels(rep, joint->bases[1], &draft));
   }
-  return Publish(draft);
+  return PublishSlice(draft, rep, {static_cast<int>(dim), start, count, step});
 }
 
 }  // namespace views_internal
@@ -135,7 +135,8 @@ static std::optional<absl::StatusOr<Tensor>> SliceByWholeSteps(
         NarrowLevels(rep, unit * s0.stride().leaves()[last], &draft);
     if (!narrowed.ok()) return absl::StatusOr<Tensor>(narrowed);
   }
-  return absl::StatusOr<Tensor>(Publish(draft));
+  return absl::StatusOr<Tensor>(
+      PublishSlice(draft, rep, {static_cast<int>(dim), start, count, 1}));
 }
 
 // A slice of an integer mode (in L_0 and S_0) by at least two elements is the
@@ -241,7 +242,8 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       const int64_t s_base = start * s0->stride().leaves()[leaf];
       STRATA_RETURN_IF_ERROR(NarrowLevels(rep, s_base, &draft));
     }
-    return Publish(draft);
+    return PublishSlice(draft, rep,
+                        {static_cast<int>(dim), start, count, step});
   }
   if (!integer_mode && step == 1 && count > 0) {
     if (std::optional<absl::StatusOr<Tensor>> whole_steps =

@@ -1452,7 +1452,8 @@ TEST(ViewFastPathsTest, OneLevelViewsRunTheRulesOfACompoundDType) {
 // views rearranging modes keep its verdict; it counts its runs.
 class FirstModeOfTwoRule : public RepresentationRule {
  public:
-  explicit FirstModeOfTwoRule(bool claims) : claims_(claims) {}
+  explicit FirstModeOfTwoRule(bool claims, bool claims_slices = false)
+      : claims_(claims), claims_slices_(claims_slices) {}
   absl::string_view name() const override { return "first_mode_of_two"; }
   absl::Status Validate(
       const RepresentationValidationContext& context) const override {
@@ -1464,10 +1465,15 @@ class FirstModeOfTwoRule : public RepresentationRule {
     return absl::OkStatus();
   }
   bool KeepsVerdictWhenModesRearrange() const override { return claims_; }
+  bool KeepsVerdictWhenSliced(const RepresentationValidationContext&,
+                              const ModeSlice&) const override {
+    return claims_slices_;
+  }
   mutable int runs_ = 0;
 
  private:
   bool claims_;
+  bool claims_slices_;
 };
 
 // NOTE [ Verdicts that views keep ]: a rule that does not claim its verdict
@@ -1523,6 +1529,62 @@ TEST(ViewFastPathsTest, RulesThatKeepTheirVerdictAreTrustedAndChecked) {
     auto sliced = Slice(t, 1, 0, 2);
     ASSERT_TRUE(sliced.ok()) << sliced.status();
     EXPECT_EQ(rule->runs_ - before_slice, 1);
+  }
+}
+
+// NOTE [ Verdicts that slices keep ]: a rule that claims its verdict on a
+// slice is not run on it in release builds; builds without NDEBUG run it,
+// and a wrong claim is an internal error that names the rule and the slice.
+TEST(ViewFastPathsTest, RulesThatKeepTheirVerdictOnSlicesAreTrustedAndChecked) {
+  for (const bool claims : {false, true}) {
+    SCOPED_TRACE(claims ? "claims" : "does not claim");
+    auto rule = std::make_shared<FirstModeOfTwoRule>(false, claims);
+    const CompoundDType* dtype = *CompoundDType::Create(
+        absl::StrCat("first_mode_of_two_slices_", claims),
+        {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()}, {rule});
+    auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 6);
+    auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
+    auto rep = Representation::Create(
+        dtype,
+        {{dtypes::Float8E4M3FN(), values, 0, L("(2,3):(3,1)")},
+         {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
+        {L("(2,3):(1,0)")});
+    ASSERT_TRUE(rep.ok()) << rep.status();
+    const Tensor t = MakeTensor(*rep);
+#ifdef NDEBUG
+    const bool judged = !claims;
+#else
+    const bool judged = true;
+#endif
+    // Mode 1 sliced: mode 0 keeps its extent 2, and the rule passes.
+    int runs = rule->runs_;
+    auto columns = Slice(t, 1, 0, 3, 2);
+    ASSERT_TRUE(columns.ok()) << columns.status();
+    EXPECT_EQ(rule->runs_ - runs, judged ? 1 : 0);
+    // Mode 0 cut to 1: the rule refuses.
+    runs = rule->runs_;
+    auto row = Slice(t, 0, 1, 2);
+    EXPECT_EQ(rule->runs_ - runs, judged ? 1 : 0);
+    if (!claims) {
+      EXPECT_TRUE(IsValueError(row.status())) << row.status();
+      EXPECT_EQ(row.status().message(),
+                "Slice: first_mode_of_two: mode 0 is not of extent 2");
+      continue;
+    }
+#ifdef NDEBUG
+    EXPECT_TRUE(row.ok()) << row.status();
+#else
+    EXPECT_EQ(row.status().code(), absl::StatusCode::kInternal) << row.status();
+    EXPECT_NE(row.status().message().find(
+                  "rule first_mode_of_two keeps its verdict on a slice of "
+                  "mode 0 (1 coordinates from 1 by steps of 1), yet refuses"),
+              std::string::npos)
+        << row.status();
+#endif
+    // Views that rearrange modes judge it, as it claims nothing for them.
+    runs = rule->runs_;
+    ASSERT_TRUE(Permute(t, {0, 1}).ok());
+    EXPECT_EQ(rule->runs_ - runs, 1);
   }
 }
 

@@ -63,6 +63,16 @@ inline absl::StatusOr<Tensor> PublishRearrangingModes(
   return MakeTensor(std::move(draft).Take());
 }
 
+// Publish for `slice` of `source`, the representation the draft started
+// from (NOTE [ Verdicts that slices keep ] in dtype/representation_rule.h):
+// every level check, and the rules that do not keep their verdict on it.
+inline absl::StatusOr<Tensor> PublishSlice(Representation::ViewDraft& draft,
+                                           const Representation& source,
+                                           const ModeSlice& slice) {
+  STRATA_RETURN_IF_ERROR(draft.CheckSlice(source, slice));
+  return MakeTensor(std::move(draft).Take());
+}
+
 // A layout the view computed for S_0 that is not one: Create's TypeError.
 inline absl::Status NotAnAdjacentLayout(const absl::Status& status) {
   return TypeErrorCat("adjacent level 0: not a Layout: ", status.message());
