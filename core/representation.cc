@@ -211,8 +211,9 @@ struct RulesToRun {
 ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
                                                 const Representation& rep,
                                                 const RulesToRun& which) {
-  const FrozenContext context(rep);
-  std::optional<FrozenContext> source_context;
+  // Built for the first rule that runs: a release build that trusts every
+  // rule's claim builds none.
+  std::optional<FrozenContext> context, source_context;
   for (const auto& rule : compound.rules()) {
     bool kept = false;
     switch (which.kind) {
@@ -229,7 +230,8 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
 #ifdef NDEBUG
     if (kept) continue;
 #endif
-    absl::Status verdict = rule->Validate(context);
+    if (!context.has_value()) context.emplace(rep);
+    absl::Status verdict = rule->Validate(*context);
     if (verdict.ok()) continue;
     if (kept) {
       // Builds without NDEBUG: the rule's claim, checked.

@@ -419,12 +419,24 @@ inline absl::Status NarrowLevels(const Representation& rep, int64_t base,
     const auto next_strides = next.stride().leaves();
     base = 0;
     absl::InlinedVector<int64_t, 8> strides(next_strides.size());
+    bool moves = false;
     for (size_t a = 0; a < next_strides.size(); ++a) {
       base += box.start[a] * next_strides[a];      // Reached: no overflow.
       strides[a] = box.step[a] * next_strides[a];  // Reached, too.
+      moves |= strides[a] != 0;
     }
+    // Strides all 0 (a tensor scale's S_i) reach index 0 alone: bounds
+    // known without a pass over the leaves.
+    LayoutAssembler::DerivedBounds constant = {draft->placement(level).size(),
+                                               0, 0};
     STRATA_RETURN_IF_ERROR(LayoutAssembler::WithShapeOf(
-        draft->placement(level), strides, &draft->adjacent(level)));
+        draft->placement(level), strides, &draft->adjacent(level),
+        moves ? nullptr : &constant));
+    // That one index, base 0, of a level of one index: the whole level,
+    // which stays, as NarrowLevelInto would find.
+    if (!moves && base == 0 && rep.subtensor(level + 1).placement.size() == 1) {
+      return absl::OkStatus();
+    }
   }
   return absl::OkStatus();
 }
