@@ -201,105 +201,120 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
 #if HWY_TARGET != HWY_SCALAR
   // kG = kN / 4 blocks at a time, block g's maximum reduced inside 128-bit
   // lane group g, so that the scales are computed in vectors too (the same
-  // arithmetic as the per-block loop below, which handles the rest).
+  // arithmetic as the per-block loop below, which handles the rest). On
+  // AVX-512, kU = 2 such groups per iteration, each step done for both:
+  // a group is one chain of latencies (maximum, the scale's division and
+  // encoding, the elements' division), and two side by side keep the
+  // divider busy where one left it waiting (nvfp4 1.3x, mxfp 1.1x faster).
   constexpr int kG = static_cast<int>(kN) / 4;
   static_assert(kG == 1 || kG == 2 || kG == 4, "4, 8 or 16 float lanes");
-  for (; blk + kG <= blocks; blk += kG) {
-    VI bits[kG][kV];
-    VI m[kG];
-    for (int g = 0; g < kG; ++g) {
-      const float* p = src + (blk + g) * kBlock;
-      m[g] = hn::Zero(di);
-      for (int j = 0; j < kV; ++j) {
-        bits[g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
-        m[g] = hn::Max(m[g], hn::And(bits[g][j], abs_mask));
+  constexpr int kU = STRATA_QUANTIZE_512 ? 2 : 1;
+  for (; blk + kU * kG <= blocks; blk += kU * kG) {
+    VI bits[kU][kG][kV];
+    VI m[kU][kG];
+    for (int u = 0; u < kU; ++u) {
+      for (int g = 0; g < kG; ++g) {
+        const float* p = src + (blk + u * kG + g) * kBlock;
+        m[u][g] = hn::Zero(di);
+        for (int j = 0; j < kV; ++j) {
+          bits[u][g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
+          m[u][g] = hn::Max(m[u][g], hn::And(bits[u][g][j], abs_mask));
+        }
       }
     }
-    VI w;  // Group g: block g's amax bits.
+    VI code[kU];
+    VF s[kU];
+    for (int u = 0; u < kU; ++u) {
+      VI w;  // Group g: block g's amax bits.
 #if STRATA_QUANTIZE_512
-    if constexpr (kG == 4) w = GroupMaxima4(m);
+      if constexpr (kG == 4) w = GroupMaxima4(m[u]);
 #endif
-    if constexpr (kG < 4) {
-      w = m[0];
-      if (kG == 2) {
-        w = hn::Max(hn::ConcatLowerLower(di, m[kG - 1], m[0]),
-                    hn::ConcatUpperUpper(di, m[kG - 1], m[0]));
+      if constexpr (kG < 4) {
+        w = m[u][0];
+        if (kG == 2) {
+          w = hn::Max(hn::ConcatLowerLower(di, m[u][kG - 1], m[u][0]),
+                      hn::ConcatUpperUpper(di, m[u][kG - 1], m[u][0]));
+        }
+        w = hn::Max(w, hn::Shuffle1032(w));
+        w = hn::Max(w, hn::Shuffle2301(w));
       }
-      w = hn::Max(w, hn::Shuffle1032(w));
-      w = hn::Max(w, hn::Shuffle2301(w));
-    }
-    const auto nonfinite =
-        hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
-    VI code;
-    VF s;
-    if (kNV) {
-      // amax / 6 to nearest even e4m3 (saturating), and its value; a zero
-      // scale divides by +inf (every element a zero).
-      code = EncodeElements<false>(
-          hn::Div(hn::BitCast(df, w), hn::Set(df, 6.0f)), hn::Zero(di));
-      const VI e = hn::ShiftRight<3>(code);
-      const VI mant = hn::And(code, hn::Set(di, 7));
-      const VF normal = hn::BitCast(
-          df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
-                     hn::ShiftLeft<20>(mant)));
-      const VF sub = hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 0x1p-9f));
-      s = hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub,
-                         normal);
-      s = hn::IfThenElse(hn::RebindMask(df, hn::Eq(code, hn::Zero(di))),
-                         hn::Set(df, std::numeric_limits<float>::infinity()),
-                         s);
-      code = hn::IfThenElse(nonfinite, hn::Set(di, 0x7F), code);
-    } else {
-      // max(E(amax) - emax, 0), and 2^-X = bits (254 - code) << 23.
-      code = hn::Max(hn::Sub(hn::ShiftRight<23>(w), hn::Set(di, kEmax)),
-                     hn::Zero(di));
-      s = hn::BitCast(df, hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 254), code)));
-      code = hn::IfThenElse(nonfinite, hn::Set(di, 0xFF), code);
+      const auto nonfinite =
+          hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
+      if (kNV) {
+        // amax / 6 to nearest even e4m3 (saturating), and its value; a zero
+        // scale divides by +inf (every element a zero).
+        code[u] = EncodeElements<false>(
+            hn::Div(hn::BitCast(df, w), hn::Set(df, 6.0f)), hn::Zero(di));
+        const VI e = hn::ShiftRight<3>(code[u]);
+        const VI mant = hn::And(code[u], hn::Set(di, 7));
+        const VF normal = hn::BitCast(
+            df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
+                       hn::ShiftLeft<20>(mant)));
+        const VF sub = hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 0x1p-9f));
+        s[u] = hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub,
+                              normal);
+        s[u] = hn::IfThenElse(
+            hn::RebindMask(df, hn::Eq(code[u], hn::Zero(di))),
+            hn::Set(df, std::numeric_limits<float>::infinity()), s[u]);
+        code[u] = hn::IfThenElse(nonfinite, hn::Set(di, 0x7F), code[u]);
+      } else {
+        // max(E(amax) - emax, 0), and 2^-X = bits (254 - code) << 23.
+        code[u] = hn::Max(hn::Sub(hn::ShiftRight<23>(w), hn::Set(di, kEmax)),
+                          hn::Zero(di));
+        s[u] = hn::BitCast(
+            df, hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 254), code[u])));
+        code[u] = hn::IfThenElse(nonfinite, hn::Set(di, 0xFF), code[u]);
+      }
     }
     // On AVX-512 the four blocks' codes are stored together (StoreCodes4,
     // StoreNibbles4); elsewhere block by block.
     constexpr bool kStoreTogether = STRATA_QUANTIZE_512 && kG == 4;
-    VI all_codes[kG * kV];
-    for (int g = 0; g < kG; ++g) {
-      VF sg = s;
-      if (kG == 2) {
-        sg = g == 0 ? hn::ConcatLowerLower(df, s, s)
-                    : hn::ConcatUpperUpper(df, s, s);
-      }
+    for (int u = 0; u < kU; ++u) {
+      const int64_t first = blk + u * kG;
+      VI all_codes[kG * kV];
+      for (int g = 0; g < kG; ++g) {
+        VF sg = s[u];
+        if (kG == 2) {
+          sg = g == 0 ? hn::ConcatLowerLower(df, s[u], s[u])
+                      : hn::ConcatUpperUpper(df, s[u], s[u]);
+        }
 #if STRATA_QUANTIZE_512
-      if (kG == 4) sg = BroadcastGroup(s, g);
+        if (kG == 4) sg = BroadcastGroup(s[u], g);
 #endif
-      VI* codes = all_codes + g * kV;
-      for (int j = 0; j < kV; ++j) {
-        const VF a = hn::BitCast(df, hn::And(bits[g][j], abs_mask));
-        const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
-        codes[j] = EncodeElements<kFP4>(y, bits[g][j]);
-      }
-      if (!kStoreTogether) {
-        StoreBlockCodes<kFP4, kV>(codes, values + (blk + g) * kValueBytes);
-      }
-    }
-#if STRATA_QUANTIZE_512
-    if constexpr (kStoreTogether) {
-      // The kG blocks' codes are kG * kV vectors, contiguous in the output.
-      for (int q = 0; q < kV; ++q) {
-        if (kFP4) {
-          StoreNibbles4(all_codes + 4 * q, values + blk * kValueBytes + 32 * q);
-        } else {
-          StoreCodes4(all_codes + 4 * q, values + blk * kValueBytes + 64 * q);
+        VI* codes = all_codes + g * kV;
+        for (int j = 0; j < kV; ++j) {
+          const VF a = hn::BitCast(df, hn::And(bits[u][g][j], abs_mask));
+          const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
+          codes[j] = EncodeElements<kFP4>(y, bits[u][g][j]);
+        }
+        if (!kStoreTogether) {
+          StoreBlockCodes<kFP4, kV>(codes, values + (first + g) * kValueBytes);
         }
       }
-    }
+#if STRATA_QUANTIZE_512
+      if constexpr (kStoreTogether) {
+        // The kG blocks' codes are kG * kV vectors, contiguous in the output.
+        for (int q = 0; q < kV; ++q) {
+          if (kFP4) {
+            StoreNibbles4(all_codes + 4 * q,
+                          values + first * kValueBytes + 32 * q);
+          } else {
+            StoreCodes4(all_codes + 4 * q,
+                        values + first * kValueBytes + 64 * q);
+          }
+        }
+      }
 #endif
-    // The scales, and the codes of a block with a NaN or infinite scale
-    // (after the stores above).
-    for (int g = 0; g < kG; ++g) {
-      const uint32_t scale_code =
-          static_cast<uint32_t>(hn::ExtractLane(code, 4 * g));
-      scales[blk + g] = static_cast<uint8_t>(scale_code);
-      if (scale_code == (kNV ? 0x7Fu : 0xFFu)) {
-        std::memset(values + (blk + g) * kValueBytes, kFP4 ? 0 : 0x7F,
-                    kValueBytes);
+      // The scales, and the codes of a block with a NaN or infinite scale
+      // (after the stores above).
+      for (int g = 0; g < kG; ++g) {
+        const uint32_t scale_code =
+            static_cast<uint32_t>(hn::ExtractLane(code[u], 4 * g));
+        scales[first + g] = static_cast<uint8_t>(scale_code);
+        if (scale_code == (kNV ? 0x7Fu : 0xFFu)) {
+          std::memset(values + (first + g) * kValueBytes, kFP4 ? 0 : 0x7F,
+                      kValueBytes);
+        }
       }
     }
   }
