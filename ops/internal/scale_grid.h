@@ -22,13 +22,25 @@ inline int64_t SwizzledRowBase(int64_t r, int64_t padded_blocks) {
 }
 inline int64_t SwizzledBlockTerm(int64_t b) { return (b / 4) * 512 + b % 4; }
 
-// Stores one row's `blocks` scale codes into the 128x4 tiles, `row` pointing
-// at its SwizzledRowBase: four consecutive blocks are four consecutive bytes.
-inline void StoreSwizzledRow(const uint8_t* codes, int64_t blocks,
-                             uint8_t* row) {
-  int64_t b = 0;
-  for (; b + 4 <= blocks; b += 4) std::memcpy(row + b * 128, codes + b, 4);
-  for (; b < blocks; ++b) row[SwizzledBlockTerm(b)] = codes[b];
+// Stores `count` rows (at most 128) of `blocks` scale codes each, row-major
+// in `codes`, into the 128x4 tiles of one band, `band` pointing at the tiles
+// of its row 0 (a SwizzledRowBase of a multiple of 128): tile by tile, each
+// tile's 512 bytes written at once. Padding is not written.
+inline void StoreSwizzledBand(const uint8_t* codes, int64_t count,
+                              int64_t blocks, uint8_t* band) {
+  for (int64_t b = 0; b < blocks; b += 4) {
+    uint8_t* tile = band + b * 128;
+    const int64_t n = blocks - b < 4 ? blocks - b : 4;
+    for (int64_t r = 0; r < count; ++r) {
+      uint8_t* to = tile + (r % 32) * 16 + (r / 32) * 4;
+      const uint8_t* from = codes + r * blocks + b;
+      if (n == 4) {
+        std::memcpy(to, from, 4);
+      } else {
+        std::memcpy(to, from, n);
+      }
+    }
+  }
 }
 
 // L_1, the level-1 domain S_0 addresses (per mode), the carrier size and,
