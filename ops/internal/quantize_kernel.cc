@@ -609,34 +609,95 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   };
   int64_t b = 0;
 #if STRATA_QUANTIZE_512
-  // q8_0, four blocks (eight 16-lane vectors) at a time: their amax through
-  // one reduction network (as in QuantizeBlocksT), d and 1 / d in one vector.
-  if (!q4 && n == 16) {
-    for (; b + 4 <= blocks; b += 4) {
-      const float* p = x + b * kBlock;
-      hn::Vec<DW> v[8];
-      VI m[4];
-      for (int g = 0; g < 4; ++g) {
-        v[2 * g] = hn::LoadU(df, p + 32 * g);
-        v[2 * g + 1] = hn::LoadU(df, p + 32 * g + 16);
-        m[g] = hn::Max(hn::And(hn::BitCast(di, v[2 * g]), abs_mask),
-                       hn::And(hn::BitCast(di, v[2 * g + 1]), abs_mask));
+  // Four blocks (eight 16-lane vectors) per group, their amax through one
+  // reduction network (as in QuantizeBlocksT), d and 1 / d in one vector;
+  // kU = 2 groups side by side, as there (each group is one chain of
+  // latencies through two divisions).
+  constexpr int kU = 2;
+  if (n == 16) {
+    for (; b + 4 * kU <= blocks; b += 4 * kU) {
+      hn::Vec<DW> v[kU][8];
+      VI w[kU];  // Group g of w[u]: block b + 4u + g's amax.
+      for (int u = 0; u < kU; ++u) {
+        const float* p = x + (b + 4 * u) * kBlock;
+        VI m[4];
+        for (int g = 0; g < 4; ++g) {
+          v[u][2 * g] = hn::LoadU(df, p + 32 * g);
+          v[u][2 * g + 1] = hn::LoadU(df, p + 32 * g + 16);
+          VI lo = hn::And(hn::BitCast(di, v[u][2 * g]), abs_mask);
+          VI hi = hn::And(hn::BitCast(di, v[u][2 * g + 1]), abs_mask);
+          if (q4) {  // NaN never counts (ggml's comparison).
+            lo = hn::IfThenZeroElse(hn::Gt(lo, inf), lo);
+            hi = hn::IfThenZeroElse(hn::Gt(hi, inf), hi);
+          }
+          m[g] = hn::Max(lo, hi);
+        }
+        w[u] = GroupMaxima4(m);
       }
-      const VI w = GroupMaxima4(m);  // Group g: block b + g's amax.
-      const auto d = hn::Div(hn::BitCast(df, w), hn::Set(df, 127.0f));
-      const auto id = hn::IfThenElse(
-          hn::Ne(d, hn::Zero(df)), hn::Div(hn::Set(df, 1.0f), d), hn::Zero(df));
-      alignas(64) float ds[16];
-      hn::Store(d, df, ds);
-      VI c[8];  // The four blocks' codes, contiguous in the output.
-      for (int g = 0; g < 4; ++g) {
-        d_out[b + g] = ds[4 * g];
-        const VF id_g = BroadcastGroup(id, g);
-        c[2 * g] = q8_lanes(hn::Mul(v[2 * g], id_g));
-        c[2 * g + 1] = q8_lanes(hn::Mul(v[2 * g + 1], id_g));
+      if (q4) {
+        for (int u = 0; u < kU; ++u) {
+          VI c[8];  // The four blocks' codes, contiguous in the output.
+          for (int g = 0; g < 4; ++g) {
+            const float* p = x + (b + 4 * u + g) * kBlock;
+            // The first x of largest |x| (+0 for a block without one): the
+            // first lane whose |x| bits are the amax.
+            const VI target =
+                hn::BitCast(di, BroadcastGroup(hn::BitCast(df, w[u]), g));
+            const uint32_t amax = static_cast<uint32_t>(hn::GetLane(target));
+            float max = 0.0f;
+            if (amax != 0) {
+              const uint32_t hits =
+                  static_cast<uint32_t>(
+                      hn::Eq(hn::And(hn::BitCast(di, v[u][2 * g]), abs_mask),
+                             target)
+                          .raw) |
+                  static_cast<uint32_t>(
+                      hn::Eq(
+                          hn::And(hn::BitCast(di, v[u][2 * g + 1]), abs_mask),
+                          target)
+                          .raw)
+                      << 16;
+              max = p[__builtin_ctz(hits)];  // amax is some |x|: hits != 0.
+            }
+            const float d = max / -8.0f;
+            d_out[b + 4 * u + g] = d;
+            const auto vid = hn::Set(df, d != 0.0f ? 1.0f / d : 0.0f);
+            for (int h = 0; h < 2; ++h) {
+              // min(15, trunc(t + 8.5)); a NaN sum is 8.
+              const auto t = hn::Mul(v[u][2 * g + h], vid);
+              const auto sum = hn::Add(t, hn::Set(df, 8.5f));
+              auto code =
+                  hn::Min(hn::Set(df, 15.0f), hn::Max(hn::Zero(df), sum));
+              code = hn::IfThenElse(hn::Eq(sum, sum), code, hn::Set(df, 8.0f));
+              c[2 * g + h] = hn::ConvertTo(di, code);
+            }
+          }
+          uint8_t* out = codes + (b + 4 * u) * kBlock;
+          StoreCodes4(c, out);
+          StoreCodes4(c + 4, out + 64);
+        }
+        continue;
       }
-      StoreCodes4</*kSigned=*/true>(c, codes + b * kBlock);
-      StoreCodes4</*kSigned=*/true>(c + 4, codes + b * kBlock + 64);
+      hn::Vec<DW> d[kU], id[kU];
+      for (int u = 0; u < kU; ++u) {
+        d[u] = hn::Div(hn::BitCast(df, w[u]), hn::Set(df, 127.0f));
+        id[u] = hn::IfThenElse(hn::Ne(d[u], hn::Zero(df)),
+                               hn::Div(hn::Set(df, 1.0f), d[u]), hn::Zero(df));
+      }
+      for (int u = 0; u < kU; ++u) {
+        alignas(64) float ds[16];
+        hn::Store(d[u], df, ds);
+        VI c[8];  // The four blocks' codes, contiguous in the output.
+        for (int g = 0; g < 4; ++g) {
+          d_out[b + 4 * u + g] = ds[4 * g];
+          const VF id_g = BroadcastGroup(id[u], g);
+          c[2 * g] = q8_lanes(hn::Mul(v[u][2 * g], id_g));
+          c[2 * g + 1] = q8_lanes(hn::Mul(v[u][2 * g + 1], id_g));
+        }
+        uint8_t* out = codes + (b + 4 * u) * kBlock;
+        StoreCodes4</*kSigned=*/true>(c, out);
+        StoreCodes4</*kSigned=*/true>(c + 4, out + 64);
+      }
     }
   }
 #endif
