@@ -189,6 +189,15 @@ def build():
     x[5] = rnd(32, 1e-3)
     case("q4_adversarial_6x32", "q4_0", x)
 
+    # Long rows of the one-row bands: a block of 2100 values, 9 blocks of 128 and a ragged
+    # one, 66 blocks of 16 (the kernels' four-vector steps and their tails several times
+    # per block or row). Last, so that the random draws of the cases above stay as they
+    # were.
+    case("rw_long_2x2100", "fp8_e4m3_rowwise", mixed_rows((2, 2100)))
+    case("b1_long_2x1200", "fp8_e4m3_block1x128", mixed_rows((2, 1200)), 1)
+    case("nv_long_2x1056", "nvfp4_ts", mixed_rows((2, 1056)), 1)
+    case("nvr_long_2x1056", "nvfp4_ts_recip", mixed_rows((2, 1056)), 1)
+
 
 def main():
     build()
