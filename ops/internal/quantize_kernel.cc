@@ -52,32 +52,32 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
   const hn::RebindToSigned<D> di;
   const VI a = hn::BitCast(di, y);
   VI sub, normal, code;
+  // The normal codes: a's bits rounded to nearest even at the code's last
+  // mantissa bit (a half-quantum less one, plus the kept bit's parity),
+  // with the exponent rebias folded into the same add; positive wherever
+  // the normal branch is taken (y >= 1 for e2m1, y >= 2^-6 for e4m3). The
+  // sign: bits shifted arithmetically, so that its top bit lands on the
+  // code's.
   if (kFP4) {
     sub = hn::Sub(hn::BitCast(di, hn::Add(y, hn::Set(df, 4194304.0f))),
                   hn::Set(di, static_cast<int32_t>(qd::kTwo22Bits)));
     const VI odd = hn::And(hn::ShiftRight<22>(a), hn::Set(di, 1));
-    normal = hn::Sub(
-        hn::ShiftRight<22>(hn::Add(a, hn::Add(hn::Set(di, 0x1FFFFF), odd))),
-        hn::Set(di, 126 << 1));
+    normal = hn::ShiftRight<22>(
+        hn::Add(a, hn::Add(hn::Set(di, 0x1FFFFF - ((126 << 1) << 22)), odd)));
     code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(y, hn::Set(df, 1.0f))), sub,
                           normal);
     code = hn::Min(code, hn::Set(di, 0x7));
-    const VI sign = hn::ShiftRight<28>(
-        hn::And(bits, hn::Set(di, static_cast<int32_t>(0x80000000u))));
-    return hn::Or(code, hn::And(sign, hn::Set(di, 0x8)));
+    return hn::Or(code, hn::And(hn::ShiftRight<28>(bits), hn::Set(di, 0x8)));
   }
   sub = hn::Sub(hn::BitCast(di, hn::Add(y, hn::Set(df, 16384.0f))),
                 hn::Set(di, static_cast<int32_t>(qd::kTwo14Bits)));
   const VI odd = hn::And(hn::ShiftRight<20>(a), hn::Set(di, 1));
-  normal = hn::Sub(
-      hn::ShiftRight<20>(hn::Add(a, hn::Add(hn::Set(di, 0x7FFFF), odd))),
-      hn::Set(di, 120 << 3));
+  normal = hn::ShiftRight<20>(
+      hn::Add(a, hn::Add(hn::Set(di, 0x7FFFF - ((120 << 3) << 20)), odd)));
   code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(y, hn::Set(df, 0x1p-6f))),
                         sub, normal);
   code = hn::Min(code, hn::Set(di, 0x7E));
-  const VI sign = hn::ShiftRight<24>(
-      hn::And(bits, hn::Set(di, static_cast<int32_t>(0x80000000u))));
-  return hn::Or(code, hn::And(sign, hn::Set(di, 0x80)));
+  return hn::Or(code, hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
 }
 
 template <bool kFP4>
@@ -393,13 +393,11 @@ HWY_INLINE hn::Vec<DWI> EncodeLanes(hn::Vec<DW> v, bool multiply,
   const auto bits = hn::BitCast(di, hn::Div(v, divisor));
   const auto a = hn::And(bits, hn::Set(di, static_cast<int32_t>(qd::kAbsMask)));
   const auto code = EncodeElementsOf<kFP4>(df, hn::BitCast(df, a), bits);
-  const auto nan_code =
-      kFP4 ? hn::Zero(di)
-           : hn::Or(hn::Set(di, 0x7F),
-                    hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
-  return hn::IfThenElse(
-      hn::Gt(a, hn::Set(di, static_cast<int32_t>(qd::kInfBits))), nan_code,
-      code);
+  const auto nan = hn::Gt(a, hn::Set(di, static_cast<int32_t>(qd::kInfBits)));
+  // A NaN's e4m3 code is 0x7E (its rounded bits saturate) with its sign:
+  // one more is 0x7F with the sign.
+  if (kFP4) return hn::IfThenZeroElse(nan, code);
+  return hn::IfThenElse(nan, hn::Add(code, hn::Set(di, 1)), code);
 }
 
 // codes[i] for `blocks` runs of `block` values, block b divided by
