@@ -186,9 +186,11 @@ class Representation {
     absl::Status CheckRearrangingModes() const;
     // Check() for `slice` of `source` (NOTE [ Verdicts that slices keep ] in
     // dtype/representation_rule.h), where `source` is the representation
-    // the draft started from: every level check runs; the rules that keep
-    // their verdict on the slice do not (builds without NDEBUG run them, and
-    // return an internal error where one refuses); the others run in order.
+    // the draft started from and the draft is a slice of it (NOTE [ Slices
+    // stay inside their source ] in representation.cc): the level checks
+    // and the rules that keep their verdict on the slice do not run (builds
+    // without NDEBUG run them, and return an internal error where one
+    // fails); the other rules run in order.
     absl::Status CheckSlice(const Representation& source,
                             const ModeSlice& slice) const;
     std::shared_ptr<const Representation> Take() && { return std::move(rep_); }

@@ -1476,6 +1476,21 @@ class FirstModeOfTwoRule : public RepresentationRule {
   bool claims_slices_;
 };
 
+// A (2,3) two-level Tensor, one scale per row, of a new compound dtype named
+// `name` whose one rule is `rule`.
+Tensor FirstModeOfTwoTensor(std::shared_ptr<FirstModeOfTwoRule> rule,
+                            const std::string& name) {
+  const CompoundDType* dtype = *CompoundDType::Create(
+      name, {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()}, {rule});
+  auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 6);
+  auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
+  return MakeTensor(*Representation::Create(
+      dtype,
+      {{dtypes::Float8E4M3FN(), values, 0, L("(2,3):(3,1)")},
+       {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
+      {L("(2,3):(1,0)")}));
+}
+
 // NOTE [ Verdicts that views keep ]: a rule that does not claim its verdict
 // is judged again on every view; one that claims it is not run on views that
 // rearrange modes in release builds, and where the claim is wrong, builds
@@ -1484,18 +1499,8 @@ TEST(ViewFastPathsTest, RulesThatKeepTheirVerdictAreTrustedAndChecked) {
   for (const bool claims : {false, true}) {
     SCOPED_TRACE(claims ? "claims" : "does not claim");
     auto rule = std::make_shared<FirstModeOfTwoRule>(claims);
-    const CompoundDType* dtype = *CompoundDType::Create(
-        absl::StrCat("first_mode_of_two_", claims),
-        {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()}, {rule});
-    auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 6);
-    auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
-    auto rep = Representation::Create(
-        dtype,
-        {{dtypes::Float8E4M3FN(), values, 0, L("(2,3):(3,1)")},
-         {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
-        {L("(2,3):(1,0)")});
-    ASSERT_TRUE(rep.ok()) << rep.status();
-    const Tensor t = MakeTensor(*rep);
+    const Tensor t =
+        FirstModeOfTwoTensor(rule, absl::StrCat("first_mode_of_two_", claims));
     const int runs = rule->runs_;
     // Unsqueeze at 1 keeps mode 0 first: the rule passes either way.
     auto unsqueezed = Unsqueeze(t, 1);
@@ -1539,18 +1544,8 @@ TEST(ViewFastPathsTest, RulesThatKeepTheirVerdictOnSlicesAreTrustedAndChecked) {
   for (const bool claims : {false, true}) {
     SCOPED_TRACE(claims ? "claims" : "does not claim");
     auto rule = std::make_shared<FirstModeOfTwoRule>(false, claims);
-    const CompoundDType* dtype = *CompoundDType::Create(
-        absl::StrCat("first_mode_of_two_slices_", claims),
-        {dtypes::Float8E4M3FN(), dtypes::Float8E8M0FNU()}, {rule});
-    auto values = *HostCarrier::Create(*dtypes::Float8E4M3FN(), 6);
-    auto scales = *HostCarrier::Create(*dtypes::Float8E8M0FNU(), 2);
-    auto rep = Representation::Create(
-        dtype,
-        {{dtypes::Float8E4M3FN(), values, 0, L("(2,3):(3,1)")},
-         {dtypes::Float8E8M0FNU(), scales, 0, L("2:1")}},
-        {L("(2,3):(1,0)")});
-    ASSERT_TRUE(rep.ok()) << rep.status();
-    const Tensor t = MakeTensor(*rep);
+    const Tensor t = FirstModeOfTwoTensor(
+        rule, absl::StrCat("first_mode_of_two_slices_", claims));
 #ifdef NDEBUG
     const bool judged = !claims;
 #else

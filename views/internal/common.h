@@ -64,8 +64,9 @@ inline absl::StatusOr<Tensor> PublishRearrangingModes(
 }
 
 // Publish for `slice` of `source`, the representation the draft started
-// from (NOTE [ Verdicts that slices keep ] in dtype/representation_rule.h):
-// every level check, and the rules that do not keep their verdict on it.
+// from (NOTE [ Slices stay inside their source ] in core/representation.cc
+// and NOTE [ Verdicts that slices keep ] in dtype/representation_rule.h):
+// the rules that do not keep their verdict on it.
 inline absl::StatusOr<Tensor> PublishSlice(Representation::ViewDraft& draft,
                                            const Representation& source,
                                            const ModeSlice& slice) {
