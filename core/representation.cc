@@ -690,16 +690,13 @@ absl::Status Representation::ViewDraft::CheckRearrangingModes() const {
 // index, so its new offset may be any: it is checked in full.
 absl::Status Representation::ViewDraft::CheckSlice(
     const Representation& source, const ModeSlice& slice) const {
-  if (slice.count == 0 || source.subtensor(0).placement.size() == 0) {
+  const bool inside =
+      slice.count > 0 && source.subtensor(0).placement.size() > 0;
 #ifndef NDEBUG
-    STRATA_RETURN_IF_ERROR(CheckDerivedBounds(*rep_));
+  STRATA_RETURN_IF_ERROR(inside ? CheckSkippedLevelChecks(*rep_, "a slice")
+                                : CheckDerivedBounds(*rep_));
 #endif
-    STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
-  } else {
-#ifndef NDEBUG
-    STRATA_RETURN_IF_ERROR(CheckSkippedLevelChecks(*rep_, "a slice"));
-#endif
-  }
+  if (!inside) STRATA_RETURN_IF_ERROR(CheckLevels(*rep_));
   RulesToRun which;
   which.kind = RulesToRun::Kind::kNotKeepingSlice;
   which.source = &source;

@@ -605,6 +605,13 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   const auto q8_code = [&](hn::Vec<DW> t) {
     return hn::DemoteTo(d8, q8_lanes(t));
   };
+  // The uint4 code of t = x / d: min(15, trunc(t + 8.5)), 8 for a NaN sum.
+  const auto q4_lanes = [&](hn::Vec<DW> t) {
+    const auto sum = hn::Add(t, hn::Set(df, 8.5f));
+    const auto c = hn::Min(hn::Set(df, 15.0f), hn::Max(hn::Zero(df), sum));
+    return hn::ConvertTo(
+        di, hn::IfThenElse(hn::Eq(sum, sum), c, hn::Set(df, 8.0f)));
+  };
   int64_t b = 0;
 #if STRATA_QUANTIZE_512
   // Four blocks (eight 16-lane vectors) per group, their amax through one
@@ -661,13 +668,7 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
             d_out[b + 4 * u + g] = d;
             const auto vid = hn::Set(df, d != 0.0f ? 1.0f / d : 0.0f);
             for (int h = 0; h < 2; ++h) {
-              // min(15, trunc(t + 8.5)); a NaN sum is 8.
-              const auto t = hn::Mul(v[u][2 * g + h], vid);
-              const auto sum = hn::Add(t, hn::Set(df, 8.5f));
-              auto code =
-                  hn::Min(hn::Set(df, 15.0f), hn::Max(hn::Zero(df), sum));
-              code = hn::IfThenElse(hn::Eq(sum, sum), code, hn::Set(df, 8.0f));
-              c[2 * g + h] = hn::ConvertTo(di, code);
+              c[2 * g + h] = q4_lanes(hn::Mul(v[u][2 * g + h], vid));
             }
           }
           uint8_t* out = codes + (b + 4 * u) * kBlock;
@@ -744,11 +745,7 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
     for (i = 0; i + n <= kBlock; i += n) {
       const auto t = hn::Mul(hn::LoadU(df, p + i), vid);
       if (q4) {
-        // min(15, trunc(t + 8.5)); a NaN sum is 8, clamped at 0 below.
-        const auto u = hn::Add(t, hn::Set(df, 8.5f));
-        auto c = hn::Min(hn::Set(df, 15.0f), hn::Max(hn::Zero(df), u));
-        c = hn::IfThenElse(hn::Eq(u, u), c, hn::Set(df, 8.0f));
-        hn::StoreU(hn::DemoteTo(du8, hn::ConvertTo(di, c)), du8, out + i);
+        hn::StoreU(hn::DemoteTo(du8, q4_lanes(t)), du8, out + i);
       } else {
         hn::StoreU(q8_code(t), d8, reinterpret_cast<int8_t*>(out + i));
       }
