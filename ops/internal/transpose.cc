@@ -196,6 +196,21 @@ void TransposePortable(T* to, const T* from, int64_t ts, int64_t fs,
 constexpr int64_t kTileBlock = 1024;
 constexpr int64_t kStripBytes = 512;
 
+// NOTE [ Prefetching a transpose's source lines ]
+// A tile reads one 64-byte line from each of kCols source lines (of 64 to 512
+// lines a strip walks at once), each a source row apart: too many streams
+// for the hardware prefetchers, and where the row is a power of two bytes
+// long (8192 int8, 16384 bfloat16), all in the few L2 sets one column maps
+// to. So each tile first asks for the lines of the tile kPrefetchTiles ahead
+// in its walk, into L2. Measured on an AMD EPYC (Zen 4, 2 cores, memcpy of
+// host carriers 24 GB/s), six runs alternating the binaries, medians in ms:
+// int8 8192x8192 8.45 -> 7.25, bfloat16 8192 5.4 -> 5.1, int8 4096 1.96 ->
+// 1.81, float32 8192 4.95 -> 4.57, float64 and bfloat16 4096 within noise;
+// two tiles ahead as good as one, four and eight worse, into L1 (T0) worse
+// for bfloat16 (5.2 -> 6.3), and walking each group of source lines along
+// its rows instead of strips worse for both.
+constexpr int64_t kPrefetchTiles = 2;
+
 bool Avx512Available() {
   static const bool supported =
       __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
@@ -586,6 +601,20 @@ STRATA_AVX512 void TransposeTiles(T* to, const T* from, int64_t ts, int64_t fs,
         const int64_t s1 = std::min(s0 + kStrip, j1);
         for (int64_t i = i0; i < i1; i += Tile::kRows) {
           for (int64_t j = s0; j < s1; j += Tile::kCols) {
+            // The source lines of the tile kPrefetchTiles ahead in this walk
+            // (NOTE [ Prefetching a transpose's source lines ]).
+            int64_t ahead_i = i, ahead_j = j + kPrefetchTiles * Tile::kCols;
+            if (ahead_j >= s1) {
+              ahead_j -= s1 - s0;
+              ahead_i += Tile::kRows;
+            }
+            if (ahead_i < i1) {
+              const char* ahead =
+                  reinterpret_cast<const char*>(from + ahead_j * fs + ahead_i);
+              for (int k = 0; k < Tile::kCols; ++k) {
+                _mm_prefetch(ahead + k * from_column_bytes, _MM_HINT_T1);
+              }
+            }
             Tile::template Copy<kStream>(
                 reinterpret_cast<char*>(to + i * ts + j),
                 reinterpret_cast<const char*>(from + j * fs + i), to_row_bytes,
