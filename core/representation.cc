@@ -730,7 +730,8 @@ std::shared_ptr<const Representation> Representation::OneLevelFlatView(
   }
 #endif
   std::shared_ptr<Representation> rep = AllocateStorage<1>(source, offset, [&] {
-    return LayoutAssembler::FlatLayout(n, extents, strides, bounds);
+    return LayoutAssembler::FlatLayout(n, extents, strides, bounds.size,
+                                       bounds.max_index, bounds.min_index);
   });
 #ifndef NDEBUG
   *error = CheckSkippedLevelChecks(*rep, "a one-level flat view");

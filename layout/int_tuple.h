@@ -142,14 +142,16 @@ class IntTuple {
   friend class LayoutAssembler;
 
  private:
-  // A tuple built from whole buffers of kInlineTokens tokens and
-  // kInlineLeaves leaves (LayoutAssembler::FlatLayout). Precondition: the
-  // counts fit them.
+  // A flat tuple (or one integer) built in place: its first token, then leaf
+  // tokens, and its leaves from a whole buffer of kInlineLeaves
+  // (LayoutAssembler::FlatLayout). Precondition: the counts fit the inline
+  // buffers, num_tokens >= 1.
   using TokenVector = layout_internal::SmallVector<int32_t, kInlineTokens>;
   using LeafVector = layout_internal::SmallVector<int64_t, kInlineLeaves>;
-  IntTuple(const int32_t* tokens, int num_tokens, const int64_t* leaves,
+  IntTuple(int32_t first_token, int num_tokens, const int64_t* leaves,
            int num_leaves)
-      : tokens_(TokenVector::WholeBuffer(), tokens, num_tokens),
+      : tokens_(TokenVector::FirstThenFill(), first_token, kLeafToken,
+                num_tokens),
         leaves_(LeafVector::WholeBuffer(), leaves, num_leaves) {}
 
   // In-place building (IntTupleBuilder): the empty tuple;

@@ -152,19 +152,16 @@ absl::Status LayoutAssembler::SetBounds(Layout* l) {
 }
 
 Layout LayoutAssembler::FlatLayout(int n, const int64_t* extent,
-                                   const int64_t* stride,
-                                   const DerivedBounds& bounds) {
+                                   const int64_t* stride, int64_t size,
+                                   int64_t max_index, int64_t min_index) {
   static_assert(kFlatBuffer + 1 <= IntTuple::kInlineTokens &&
                 kFlatBuffer <= IntTuple::kInlineLeaves);
-  // A whole buffer of IntTuple's inline tokens: the mode count, then one leaf
-  // token per mode, or the integer's one leaf token.
-  int32_t tokens[IntTuple::kInlineTokens];
-  for (uint32_t x = 1; x < IntTuple::kInlineTokens; ++x)
-    tokens[x] = IntTuple::kLeafToken;
-  tokens[0] = n == 1 ? IntTuple::kLeafToken : n;
+  // The tokens: the mode count, then one leaf token per mode, or the
+  // integer's one leaf token (written in place, IntTuple's constructor).
+  const int32_t first_token = n == 1 ? IntTuple::kLeafToken : n;
   const int num_tokens = n == 1 ? 1 : n + 1;
-  return Layout(tokens, num_tokens, extent, stride, n, bounds.size,
-                bounds.max_index, bounds.min_index);
+  return Layout(first_token, num_tokens, extent, stride, n, size, max_index,
+                min_index);
 }
 
 void LayoutAssembler::WriteFlat(int n, const int64_t* extent,

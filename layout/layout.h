@@ -100,13 +100,13 @@ class Layout {
         size_(size),
         max_index_(max_index),
         min_index_(min_index) {}
-  // LayoutAssembler::FlatLayout's, each tuple built in place from whole
-  // buffers (IntTuple's preconditions).
-  Layout(const int32_t* tokens, int num_tokens, const int64_t* extents,
+  // LayoutAssembler::FlatLayout's: tokens written in place, leaves copied
+  // from whole buffers (IntTuple's preconditions).
+  Layout(int32_t first_token, int num_tokens, const int64_t* extents,
          const int64_t* strides, int n, int64_t size, int64_t max_index,
          int64_t min_index)
-      : shape_(tokens, num_tokens, extents, n),
-        stride_(tokens, num_tokens, strides, n),
+      : shape_(first_token, num_tokens, extents, n),
+        stride_(first_token, num_tokens, strides, n),
         size_(size),
         max_index_(max_index),
         min_index_(min_index) {}
@@ -202,13 +202,16 @@ class LayoutAssembler {
                         const int64_t* twin_stride, const DerivedBounds& bounds,
                         Layout* out, Layout* twin_out);
   // The flat layout of `n` integer modes, extent[k] : stride[k] (one mode: an
-  // integer layout), with `bounds` (GatherModes' precondition), built in
-  // place: a prvalue, so that it initializes a member directly (a fresh
-  // representation's placement, NOTE [ One-level flat views ] in
-  // core/representation.cc). Preconditions: 0 <= n <= kFlatBuffer, and both
+  // integer layout), with the bounds `size`, `max_index` and `min_index`
+  // (GatherModes' precondition), built in place: a prvalue, so that it
+  // initializes a member directly (a fresh representation's placement, NOTE
+  // [ One-level flat views ] in core/representation.cc). The bounds come as
+  // values, not a DerivedBounds: the caller has just stored one field at a
+  // time, and the compiler read the struct back in wider loads, which
+  // stalled on those stores. Preconditions: 0 <= n <= kFlatBuffer, and both
   // arrays hold kFlatBuffer values.
   static Layout FlatLayout(int n, const int64_t* extent, const int64_t* stride,
-                           const DerivedBounds& bounds);
+                           int64_t size, int64_t max_index, int64_t min_index);
 
   // Writes into `*out` the layout of `shaped`'s shape with leaf k replaced by
   // the next counts[k] pieces (by that integer where counts[k] == 1, else by

@@ -44,6 +44,18 @@ class SmallVector {
     assert(n <= N);
     std::memcpy(inline_, buffer, sizeof(inline_));
   }
+  // n values: `first`, then `rest` through the whole inline buffer, written
+  // in place (a vector fill and one store; FlatLayout's tokens, where a
+  // buffer filled on the stack and copied whole stalled on the store of its
+  // first value). Precondition: 1 <= n <= N.
+  struct FirstThenFill {
+    explicit FirstThenFill() = default;
+  };
+  SmallVector(FirstThenFill, T first, T rest, uint32_t n) : size_(n) {
+    assert(n >= 1 && n <= N);
+    for (uint32_t i = 0; i < N; ++i) inline_[i] = rest;
+    inline_[0] = first;
+  }
   SmallVector(std::initializer_list<T> values) {
     assign(values.begin(), values.end());
   }
