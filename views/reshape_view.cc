@@ -64,6 +64,39 @@ bool Chains(int64_t outer, int64_t extent, int64_t inner) {
   return CheckedMul(extent, inner, &product) && product == outer;
 }
 
+// MergeFlatModes over raw arrays, with or without S_0's strides (kTwin).
+// Each run starts at a mode of extent > 1 and takes the next while the
+// product is short of the target extent, each taken mode of extent > 1 and
+// chaining with the one before in every operand: every source mode ends in
+// a run, so every one is checked.
+template <bool kTwin>
+bool MergeFlatRuns(const int64_t* in, int n, const int64_t* l_strides,
+                   const int64_t* s_strides, absl::Span<const int64_t> target,
+                   int64_t* extents, int64_t* l_out, int64_t* s_out) {
+  int a = 0;
+  int j = 0;
+  for (const int64_t t : target) {
+    if (a == n || t <= 1 || in[a] <= 1) return false;
+    int64_t product = in[a];
+    int b = a + 1;
+    while (product < t) {
+      if (b == n || in[b] <= 1 || !CheckedMul(product, in[b], &product) ||
+          !Chains(l_strides[b - 1], in[b], l_strides[b]) ||
+          (kTwin && !Chains(s_strides[b - 1], in[b], s_strides[b]))) {
+        return false;
+      }
+      ++b;
+    }
+    if (product != t) return false;
+    extents[j] = t;
+    l_out[j] = l_strides[b - 1];
+    if (kTwin) s_out[j] = s_strides[b - 1];
+    ++j;
+    a = b;
+  }
+  return a == n;
+}
+
 // ReshapeByMerging's pass where every mode of L_0 (and so of S_0, where
 // given) is one leaf: no leaf of a single-mode run can coalesce with another,
 // so the runs are checked and their modes named in one pass over the target,
@@ -77,35 +110,12 @@ bool MergeFlatModes(const Layout& l0, const Layout* s0,
   const int n = shape.num_leaves();
   const int64_t* in = shape.leaves().data();
   const int64_t* l_strides = l0.stride().leaves().data();
-  const int64_t* s_strides =
-      s0 != nullptr ? s0->stride().leaves().data() : nullptr;
-  for (int k = 0; k < n; ++k)
-    if (in[k] <= 1) return false;
-  int a = 0;
-  int j = 0;
-  for (const int64_t t : target) {
-    if (t <= 1 || a == n) return false;
-    int b = a;
-    int64_t product = 1;
-    while (b < n && product < t) {
-      if (!CheckedMul(product, in[b], &product)) return false;
-      ++b;
-    }
-    if (product != t) return false;
-    // A run of integer modes merges where the strides chain in every
-    // operand (NOTE [ Reshape by merging modes ]).
-    for (int k = a; k + 1 < b; ++k) {
-      if (!Chains(l_strides[k], in[k + 1], l_strides[k + 1])) return false;
-      if (s0 != nullptr && !Chains(s_strides[k], in[k + 1], s_strides[k + 1]))
-        return false;
-    }
-    extents[j] = t;
-    l_out[j] = l_strides[b - 1];
-    if (s0 != nullptr) s_out[j] = s_strides[b - 1];
-    ++j;
-    a = b;
+  if (s0 == nullptr) {
+    return MergeFlatRuns<false>(in, n, l_strides, nullptr, target, extents,
+                                l_out, s_out);
   }
-  return a == n;
+  return MergeFlatRuns<true>(in, n, l_strides, s0->stride().leaves().data(),
+                             target, extents, l_out, s_out);
 }
 
 // ReshapeByMerging where every mode of L_0 is one leaf (MergeFlatModes),
@@ -269,8 +279,26 @@ absl::StatusOr<Tensor> ReshapeByComposition(const Tensor& tensor,
 
 static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
                                           absl::Span<const int64_t> shape) {
-  STRATA_RETURN_IF_ERROR(CheckTargetExtents("Reshape", shape));
   const absl::Span<const int64_t> target = shape;
+  const Representation& rep = TensorAccess::representation(tensor);
+  const Layout& l0 = rep.subtensor(0).placement;
+  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+  if (rep.num_levels() == 1 && target.size() <= kFlat && IsFlat(l0.shape())) {
+    // NOTE [ One-level flat views ] in core/representation.cc, first: where
+    // the modes merge, every target extent is the product of its run of
+    // source extents (each > 1) and every source mode is in a run, so the
+    // checks below (extents >= 0, the size's product, equal sizes) hold,
+    // and where they do not, the checks below report what is wrong.
+    int64_t extents[kFlat] = {};
+    int64_t strides[kFlat] = {};
+    if (MergeFlatModes(l0, nullptr, target, extents, strides, nullptr)) {
+      return OneLevelFlatTensor(
+          rep, rep.subtensor(0).offset, static_cast<int>(target.size()),
+          extents, strides,
+          LayoutAssembler::DerivedBounds::KeepingReach(l0.size(), l0, nullptr));
+    }
+  }
+  STRATA_RETURN_IF_ERROR(CheckTargetExtents("Reshape", shape));
   int64_t size = 1;
   for (int64_t e : target) {
     if (!CheckedMul(size, e, &size)) {
@@ -284,24 +312,10 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
                          " has ", size, " elements, the Tensor has ",
                          tensor.size());
   }
-  const Representation& rep = TensorAccess::representation(tensor);
-  const Layout& l0 = rep.subtensor(0).placement;
-  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
-  if (size > 0 && rep.num_levels() == 1 && target.size() <= kFlat &&
-      IsFlat(l0.shape())) {
-    // NOTE [ One-level flat views ] in core/representation.cc; where the
-    // modes do not merge, ReshapeByMerging's general pass would not either.
-    int64_t extents[kFlat] = {};
-    int64_t strides[kFlat] = {};
-    if (MergeFlatModes(l0, nullptr, target, extents, strides, nullptr)) {
-      return OneLevelFlatTensor(
-          rep, rep.subtensor(0).offset, static_cast<int>(target.size()),
-          extents, strides,
-          LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr));
-    }
-    return views_internal::ReshapeByComposition(tensor, target);
-  }
-  if (size > 0) {
+  // A one-level flat Tensor whose modes do not merge: ReshapeByMerging's
+  // general pass would not merge them either.
+  if (size > 0 && !(rep.num_levels() == 1 && target.size() <= kFlat &&
+                    IsFlat(l0.shape()))) {
     Representation::ViewDraft draft(rep);
     absl::Status status;
     if (ReshapeByMerging(rep, target, &draft, &status)) {
