@@ -603,10 +603,16 @@ STRATA_AVX512 void TransposeTiles(T* to, const T* from, int64_t ts, int64_t fs,
           for (int64_t j = s0; j < s1; j += Tile::kCols) {
             // The source lines of the tile kPrefetchTiles ahead in this walk
             // (NOTE [ Prefetching a transpose's source lines ]).
-            int64_t ahead_i = i, ahead_j = j + kPrefetchTiles * Tile::kCols;
-            if (ahead_j >= s1) {
-              ahead_j -= s1 - s0;
-              ahead_i += Tile::kRows;
+            // Stepped as the walk steps, so that a strip narrower than
+            // kPrefetchTiles tiles (the last of a block) never names a
+            // tile outside it.
+            int64_t ahead_i = i, ahead_j = j;
+            for (int t = 0; t < kPrefetchTiles; ++t) {
+              ahead_j += Tile::kCols;
+              if (ahead_j >= s1) {
+                ahead_j = s0;
+                ahead_i += Tile::kRows;
+              }
             }
             if (ahead_i < i1) {
               const char* ahead =
