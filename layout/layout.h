@@ -206,10 +206,12 @@ class LayoutAssembler {
   // (GatherModes' precondition), built in place: a prvalue, so that it
   // initializes a member directly (a fresh representation's placement, NOTE
   // [ One-level flat views ] in core/representation.cc). The bounds come as
-  // values, not a DerivedBounds: the caller has just stored one field at a
-  // time, and the compiler read the struct back in wider loads, which
-  // stalled on those stores. Preconditions: 0 <= n <= kFlatBuffer, and both
-  // arrays hold kFlatBuffer values.
+  // values, not a DerivedBounds: the caller has just stored that struct one
+  // field at a time, and the compiler read two fields back in one 16-byte
+  // load, which cannot take its data from those stores (perf put most of
+  // FlatLayout's samples there; the view's time moved within noise).
+  // Preconditions: 0 <= n <= kFlatBuffer, and both arrays hold kFlatBuffer
+  // values.
   static Layout FlatLayout(int n, const int64_t* extent, const int64_t* stride,
                            int64_t size, int64_t max_index, int64_t min_index);
 

@@ -283,12 +283,14 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
   const Representation& rep = TensorAccess::representation(tensor);
   const Layout& l0 = rep.subtensor(0).placement;
   constexpr int kFlat = LayoutAssembler::kFlatBuffer;
-  if (rep.num_levels() == 1 && target.size() <= kFlat && IsFlat(l0.shape())) {
-    // NOTE [ One-level flat views ] in core/representation.cc, first: where
-    // the modes merge, every target extent is the product of its run of
-    // source extents (each > 1) and every source mode is in a run, so the
-    // checks below (extents >= 0, the size's product, equal sizes) hold,
-    // and where they do not, the checks below report what is wrong.
+  const bool one_level_flat =
+      rep.num_levels() == 1 && target.size() <= kFlat && IsFlat(l0.shape());
+  if (one_level_flat) {
+    // NOTE [ One-level flat views ] in core/representation.cc, before the
+    // checks below: a merge makes every target extent the product of its run
+    // of source extents (each > 1) and puts every source mode in a run, so
+    // those checks (extents >= 0, the size's product, equal sizes) would
+    // pass; where it fails, they report what is wrong.
     int64_t extents[kFlat] = {};
     int64_t strides[kFlat] = {};
     if (MergeFlatModes(l0, nullptr, target, extents, strides, nullptr)) {
@@ -314,8 +316,7 @@ static absl::StatusOr<Tensor> ReshapeImpl(const Tensor& tensor,
   }
   // A one-level flat Tensor whose modes do not merge: ReshapeByMerging's
   // general pass would not merge them either.
-  if (size > 0 && !(rep.num_levels() == 1 && target.size() <= kFlat &&
-                    IsFlat(l0.shape()))) {
+  if (size > 0 && !one_level_flat) {
     Representation::ViewDraft draft(rep);
     absl::Status status;
     if (ReshapeByMerging(rep, target, &draft, &status)) {
