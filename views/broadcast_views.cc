@@ -27,12 +27,81 @@
 namespace strata {
 namespace {
 using views_internal::CheckTargetExtents;
+using views_internal::IsFlat;
 using views_internal::MapModes;
 using views_internal::Named;
+using views_internal::OneLevelFlatTensor;
+
+// NOTE [ A flat broadcast in one pass ]
+// BroadcastTo of a one-level flat Tensor (the common case: NOTE [ One-level
+// flat views ] in core/representation.cc) writes each target mode's extent
+// and stride, checks it and multiplies the size in one pass over the target,
+// with no mode specs: through MapModes' specs, its lambda and its writer, it
+// cost 20 ns more than an Unsqueeze. Where anything is wrong (a negative
+// extent, an extent that cannot broadcast, a size that overflows) it returns
+// false, and MapModes' path decides and reports, in its order and with its
+// messages. It admits exactly what that path admits, with the same layout
+// (views_test: OneLevelFlatViewsWriteTheLayoutCreateBuilds).
+//
+// `in` and `in_strides` are the source's `rank` modes (its leaves); `target`
+// has at most LayoutAssembler::kFlatBuffer extents; `extents` and `strides`
+// receive target.size() modes; `*size` the view's size, computed as
+// Layout::Create computes it (the product of the positive extents, 0 where
+// one is 0).
+bool BroadcastFlat(const int64_t* in, const int64_t* in_strides, int rank,
+                   absl::Span<const int64_t> target, int64_t* extents,
+                   int64_t* strides, int64_t* size) {
+  const int m = static_cast<int>(target.size());
+  if (m < rank) return false;
+  const int lead = m - rank;
+  int64_t product = 1;
+  bool refused = false;
+  bool empty = false;
+  for (int p = 0; p < m; ++p) {
+    const int64_t extent = target[p];
+    const int source = p - lead;
+    int64_t stride = 0;  // A new mode, or one of extent 1 widened.
+    if (source >= 0) {
+      const int64_t from = in[source];
+      if (from == extent) {
+        stride = in_strides[source];
+      } else {
+        refused |= from != 1;
+      }
+    }
+    refused |= extent < 0;
+    empty |= extent == 0;
+    refused |=
+        __builtin_mul_overflow(product, extent == 0 ? 1 : extent, &product);
+    extents[p] = extent;
+    strides[p] = stride;
+  }
+  *size = empty ? 0 : product;
+  return !refused;
+}
+
 }  // namespace
 
 static absl::StatusOr<Tensor> BroadcastToImpl(
     const Tensor& tensor, absl::Span<const int64_t> shape_extents) {
+  const Representation& rep = TensorAccess::representation(tensor);
+  const Layout& l0 = rep.subtensor(0).placement;
+  constexpr int kFlat = LayoutAssembler::kFlatBuffer;
+  if (rep.num_levels() == 1 && shape_extents.size() <= kFlat &&
+      IsFlat(l0.shape())) {
+    // Whole buffers: FlatLayout copies them whole.
+    int64_t extents[kFlat] = {};
+    int64_t strides[kFlat] = {};
+    int64_t size;
+    if (BroadcastFlat(l0.shape().leaves().data(), l0.stride().leaves().data(),
+                      l0.shape().num_leaves(), shape_extents, extents, strides,
+                      &size)) {
+      return OneLevelFlatTensor(
+          rep, rep.subtensor(0).offset, static_cast<int>(shape_extents.size()),
+          extents, strides,
+          LayoutAssembler::DerivedBounds::KeepingReach(size, l0, nullptr));
+    }
+  }
   const auto shape = [&] { return IntTuple::Flat(shape_extents); };
   STRATA_RETURN_IF_ERROR(CheckTargetExtents("BroadcastTo", shape_extents));
   const absl::Span<const int64_t> target = shape_extents;

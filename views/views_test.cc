@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "carrier/carrier.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
@@ -1373,6 +1374,49 @@ TEST(ViewFastPathsTest, OneLevelFlatViewsWriteTheLayoutCreateBuilds) {
     expect(AsStrided(t, l, offset + shift), e, s, offset + shift, "as_strided");
   }
   EXPECT_GT(checked, 10000);
+}
+
+// BroadcastTo's one pass over a flat one-level Tensor (NOTE [ A flat
+// broadcast in one pass ] in views/broadcast_views.cc) refuses nothing
+// itself: every refusal, alone or beside another, is MapModes' error, in its
+// order, as for the same modes nested one level deeper (which that path
+// takes). Each case names its target.
+TEST(ViewFastPathsTest, FlatBroadcastsFailAsTheSpecsPath) {
+  const Tensor flat = Plain("(4,1,8):(8,8,1)");
+  const Tensor nested = Plain("((4),(1),(8)):((8),(8),(1))");
+  const std::vector<std::vector<int64_t>> targets = {
+      {4, 9, 9},      // 8 cannot broadcast to 9
+      {8},            // fewer modes
+      {-1, 4, 1, 8},  // a negative new extent
+      {4, -1, 8},     // a negative widened extent
+      {4, 3, 9},      // widened, then 8 to 9
+      {-2, 4, 3, 9},  // negative before a refused mode: negative first
+      {2, 5, 3, 8},   // 4 cannot broadcast to 5
+  };
+  for (const std::vector<int64_t>& target : targets) {
+    const std::string what = absl::StrJoin(target, ",");
+    auto from_flat = BroadcastTo(flat, target);
+    auto from_nested = BroadcastTo(nested, target);
+    ASSERT_FALSE(from_flat.ok()) << what;
+    EXPECT_TRUE(IsValueError(from_flat.status())) << what;
+    EXPECT_TRUE(absl::StartsWith(from_flat.status().message(), "BroadcastTo: "))
+        << what << ": " << from_flat.status();
+    EXPECT_EQ(from_flat.status(), from_nested.status()) << what;
+  }
+  // A size that overflows: Layout::Create's error, as the specs path reports
+  // it (the nested Tensor's names its nested modes).
+  auto over = BroadcastTo(flat, {int64_t{1} << 62, 4, 4, 8});
+  EXPECT_TRUE(IsValueError(over.status())) << over.status();
+  EXPECT_EQ(over.status().message(),
+            "BroadcastTo: layout (4611686018427387904,4,4,8):(0,8,0,1): the "
+            "size overflows int64 at leaf 1 (extent 4)");
+  // And the successes the one pass admits: a new mode, 1 widened, 1 kept.
+  auto wide = BroadcastTo(flat, {2, 4, 3, 8});
+  ASSERT_TRUE(wide.ok()) << wide.status();
+  EXPECT_EQ(wide->layout(), L("(2,4,3,8):(0,8,0,1)"));
+  auto kept = BroadcastTo(flat, {4, 1, 8});
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  EXPECT_EQ(kept->layout(), L("(4,1,8):(8,8,1)"));
 }
 
 // The one-level flat path hands back to the specs path where a broadcast's
