@@ -151,19 +151,6 @@ absl::Status LayoutAssembler::SetBounds(Layout* l) {
   return status;
 }
 
-Layout LayoutAssembler::FlatLayout(int n, const int64_t* extent,
-                                   const int64_t* stride, int64_t size,
-                                   int64_t max_index, int64_t min_index) {
-  static_assert(kFlatBuffer + 1 <= IntTuple::kInlineTokens &&
-                kFlatBuffer <= IntTuple::kInlineLeaves);
-  // The tokens: the mode count, then one leaf token per mode, or the
-  // integer's one leaf token (written in place, IntTuple's constructor).
-  const int32_t first_token = n == 1 ? IntTuple::kLeafToken : n;
-  const int num_tokens = n == 1 ? 1 : n + 1;
-  return Layout(first_token, num_tokens, extent, stride, n, size, max_index,
-                min_index);
-}
-
 void LayoutAssembler::WriteFlat(int n, const int64_t* extent,
                                 const int64_t* stride,
                                 const int64_t* twin_stride,
