@@ -6,6 +6,7 @@
 #define STRATA_VIEWS_INTERNAL_COMMON_H_
 
 #include <algorithm>
+#include <cassert>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -130,6 +131,9 @@ class FlatModeWriter {
   // mode, the product went through memory at every step (a store and a
   // load on the chain of multiplies: 35% of BroadcastTo's time).
   void Finish() {
+#ifndef NDEBUG
+    finished_ = true;
+#endif
     if (!kBroadcasts || !fits_) return;
     int64_t size = 1;
     bool empty = false, overflow = false;
@@ -147,8 +151,13 @@ class FlatModeWriter {
   // fits int64.
   bool fits() const { return fits_ && !overflow_; }
   int num_modes() const { return n_; }
-  // A broadcast's number of elements. Precondition: fits().
-  int64_t num_elements() const { return empty_ ? 0 : size_; }
+  // A broadcast's number of elements. Preconditions: Finish() was called
+  // (checked in builds without NDEBUG: the size is multiplied there), and
+  // fits().
+  int64_t num_elements() const {
+    assert(finished_ && "FlatModeWriter::Finish before num_elements");
+    return empty_ ? 0 : size_;
+  }
   const int64_t* extents() const { return extents_; }
   const int64_t* strides() const { return strides_; }
 
@@ -160,6 +169,9 @@ class FlatModeWriter {
   bool overflow_ = false;
   int n_ = 0;
   int64_t size_ = 1;
+#ifndef NDEBUG
+  bool finished_ = false;
+#endif
   // Whole buffers (FlatLayout copies them whole).
   int64_t extents_[kCapacity] = {};
   int64_t strides_[kCapacity] = {};
