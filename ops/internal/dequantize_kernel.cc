@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "ops/internal/dequantize_kernel.h"
 
@@ -39,6 +40,41 @@ inline void StoreOne(const RowDecoding& d, float x, float s, uint8_t* out,
   const uint16_t b =
       static_cast<uint16_t>((u & 0x7FFFFFFFu) > 0x7F800000u ? nan : rounded);
   std::memcpy(out + 2 * o, &b, 2);
+}
+
+// NOTE [ bfloat16 without the NaN test, or without rounding ]
+// BFloat16Bits rounds by adding 0x7FFF plus the kept bit's parity, and tests
+// for NaN, whose rounding could carry into the exponent. Of a run's values,
+// a NaN comes from a NaN code (the table's NaN, quieted by the multiply,
+// which keeps its payload when the other operand is not a NaN), from 0 x inf
+// or inf / inf (x86's default NaN, 0xFFC00000), or from a NaN scale or tensor
+// scale. So where neither scale is a NaN and the table's NaNs round to
+// themselves quieted (the canonical NaNs do: their low 16 bits are 0), the
+// rounding add alone gives every bfloat16 that BFloat16Bits gives, NaNs
+// included: 4 vector operations per vector, not 9. And e4m3 codes (4
+// significant bits) times a power of two 2^k, k >= -117, with no tensor
+// scale (mxfp8's E8M0 scales), are exact floats that are 0 or normal (e4m3's
+// least magnitude is 2^-9) or infinite: each is its bfloat16's upper half,
+// with no rounding at all. Both only pick which halves are stored; the
+// values are BFloat16Bits', bit for bit (dequantize_kernel_test).
+
+// Whether a NaN x, quieted, keeps its bits through the rounding add (true
+// for a value that is not a NaN: nothing to keep).
+inline bool NaNRoundsToItself(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7FFFFFFFu) <= 0x7F800000u) return true;
+  u |= 0x00400000u;
+  return ((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16) == ((u >> 16) | 0x40u);
+}
+
+// Whether s is +-2^k with -117 <= k <= 127: an e4m3 value times s is then
+// an exact float that is 0, normal or infinite.
+inline bool ExactPowerOfTwoScale(float s) {
+  uint32_t u;
+  std::memcpy(&u, &s, 4);
+  const uint32_t exponent = (u >> 23) & 0xFFu;
+  return (u & 0x007FFFFFu) == 0 && exponent >= 127 - 117 && exponent <= 254;
 }
 
 }  // namespace dequantize_detail
@@ -114,6 +150,17 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16Bits(DF, hn::Vec<DF> v) {
   return hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
 }
 
+// BFloat16Bits' rounding add alone (NOTE [ bfloat16 without the NaN test,
+// or without rounding ]): the bfloat16 in the upper 16 bits of each lane.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16InUpperHalf(
+    DF, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto u = hn::BitCast(du, v);
+  return hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)),
+                 hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)));
+}
+
 template <int kOut, class DF>
 HWY_INLINE void StoreValues(DF df, hn::Vec<DF> v, uint8_t* HWY_RESTRICT out,
                             int64_t o) {
@@ -127,15 +174,22 @@ HWY_INLINE void StoreValues(DF df, hn::Vec<DF> v, uint8_t* HWY_RESTRICT out,
   }
 }
 
-// Two vectors whose lanes interleave (lo[0], hi[0], lo[1], ...) at o.
-template <int kOut, class DF>
+// Two vectors whose lanes interleave (lo[0], hi[0], lo[1], ...) at o;
+// kNaNFree: bfloat16 by the rounding add alone (NOTE [ bfloat16 without the
+// NaN test, or without rounding ]).
+template <int kOut, bool kNaNFree, class DF>
 HWY_INLINE void StorePairs(DF df, hn::Vec<DF> lo, hn::Vec<DF> hi,
                            uint8_t* HWY_RESTRICT out, int64_t o) {
   if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
     hn::StoreInterleaved2(lo, hi, df, reinterpret_cast<float*>(out + 4 * o));
   } else {
+    const hn::RebindToUnsigned<DF> du;
     const auto words =
-        hn::Or(BFloat16Bits(df, lo), hn::ShiftLeft<16>(BFloat16Bits(df, hi)));
+        kNaNFree ? hn::Or(hn::ShiftRight<16>(BFloat16InUpperHalf(df, lo)),
+                          hn::And(BFloat16InUpperHalf(df, hi),
+                                  hn::Set(du, 0xFFFF0000u)))
+                 : hn::Or(BFloat16Bits(df, lo),
+                          hn::ShiftLeft<16>(BFloat16Bits(df, hi)));
 #if HWY_TARGET == HWY_SCALAR
     const uint32_t word = hn::GetLane(words);  // Little-endian: lo first.
     std::memcpy(out + 2 * o, &word, 4);
@@ -148,7 +202,7 @@ HWY_INLINE void StorePairs(DF df, hn::Vec<DF> lo, hn::Vec<DF> hi,
 }
 
 // 2 x Lanes(df) packed 4-bit values from `bytes` to output element o.
-template <int kKind, int kOut, int kMode, class DF>
+template <int kKind, int kOut, int kMode, bool kNaNFree, class DF>
 HWY_INLINE void Pairs(DF df, const RowDecoding& d,
                       const uint8_t* HWY_RESTRICT bytes_at, hn::Vec<DF> vs,
                       hn::Vec<DF> g, uint8_t* HWY_RESTRICT out, int64_t o) {
@@ -159,7 +213,7 @@ HWY_INLINE void Pairs(DF df, const RowDecoding& d,
       Decode<kKind>(df, hn::And(bytes, hn::Set(di, 15)), d.table), vs, g);
   const auto hi =
       Scale<kMode>(Decode<kKind>(df, hn::ShiftRight<4>(bytes), d.table), vs, g);
-  StorePairs<kOut>(df, lo, hi, out, o);
+  StorePairs<kOut, kNaNFree>(df, lo, hi, out, o);
 }
 
 // NOTE [ fp4 through a table of its magnitudes ]
@@ -241,6 +295,16 @@ HWY_INLINE int64_t MagnitudeTableRun(const RowDecoding& d,
   return done;
 }
 
+// Whether a run's bfloat16 can skip the NaN test (NOTE [ bfloat16 without
+// the NaN test, or without rounding ]): neither scale is a NaN, and the
+// table's NaNs round to themselves.
+template <int kMode>
+HWY_INLINE bool NaNFreeRun(float s, float g, bool table_nans_round) {
+  const bool scales_are_numbers =
+      s == s && (kMode == static_cast<int>(TensorScaleMode::kNone) || g == g);
+  return table_nans_round && scales_are_numbers;
+}
+
 template <int kKind, int kOut, int kMode>
 void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
           int64_t code_base, uint8_t* HWY_RESTRICT out, int64_t out_base,
@@ -259,6 +323,10 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
   const hn::Rebind<int8_t, DF> ds8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   const auto g = hn::Set(df, d.g);
+  // Only e4m3's table has NaNs (codes 0x7F and 0xFF).
+  const bool table_nans_round = kKind != static_cast<int>(CodeKind::kE4M3FN) ||
+                                (dd::NaNRoundsToItself(d.table[0x7F]) &&
+                                 dd::NaNRoundsToItself(d.table[0xFF]));
   for (int64_t r = 0; r < count; ++r) {
     const float s = scales[r];
     const auto vs = hn::Set(df, s);
@@ -277,17 +345,34 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
           c += done, o += done, n -= done;
         }
       }
-      for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
-        Pairs<kKind, kOut, kMode>(df, d, codes + (c >> 1), vs, g, out, o);
-      }
-      const int64_t narrow = static_cast<int64_t>(hn::Lanes(dn));
-      if (narrow < lanes) {
-        const auto vs_n = hn::Set(dn, s);
-        const auto g_n = hn::Set(dn, d.g);
-        for (; n >= 2 * narrow;
-             c += 2 * narrow, o += 2 * narrow, n -= 2 * narrow) {
-          Pairs<kKind, kOut, kMode>(dn, d, codes + (c >> 1), vs_n, g_n, out, o);
+      const auto pairs = [&](auto nan_free) {
+        constexpr bool kNaNFree = decltype(nan_free)::value;
+        for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+          Pairs<kKind, kOut, kMode, kNaNFree>(df, d, codes + (c >> 1), vs, g,
+                                              out, o);
         }
+        const int64_t narrow = static_cast<int64_t>(hn::Lanes(dn));
+        if (narrow < lanes) {
+          const auto vs_n = hn::Set(dn, s);
+          const auto g_n = hn::Set(dn, d.g);
+          for (; n >= 2 * narrow;
+               c += 2 * narrow, o += 2 * narrow, n -= 2 * narrow) {
+            Pairs<kKind, kOut, kMode, kNaNFree>(dn, d, codes + (c >> 1), vs_n,
+                                                g_n, out, o);
+          }
+        }
+      };
+      // uint4 (q4_0) only: fp4's runs with a finite scale took its table
+      // of magnitudes above, and the rest may have NaN scales.
+      if constexpr (kKind == static_cast<int>(CodeKind::kUInt4) &&
+                    kOut != static_cast<int>(RunOutput::kFloat32)) {
+        if (NaNFreeRun<kMode>(s, d.g, table_nans_round)) {
+          pairs(std::true_type());
+        } else {
+          pairs(std::false_type());
+        }
+      } else {
+        pairs(std::false_type());
       }
     } else {
       const auto value_at = [&](int64_t at) {
@@ -303,15 +388,38 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
 #if HWY_TARGET != HWY_SCALAR
       if constexpr (kOut != static_cast<int>(RunOutput::kFloat32)) {
         // Two vectors of bfloat16 bits packed into one whole store (the
-        // even 16-bit halves of both), where one each took a saturating
-        // pack, a permutation and a half-width store.
+        // even 16-bit halves of both, or the odd ones where the bfloat16 is
+        // a float's upper half), where one each took a saturating pack, a
+        // permutation and a half-width store. NOTE [ bfloat16 without the
+        // NaN test, or without rounding ] for the first two loops.
         const hn::Repartition<uint16_t, DF> dw16;
-        for (; n >= 2 * lanes; c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
-          const auto low = hn::BitCast(dw16, BFloat16Bits(df, value_at(c)));
-          const auto high =
-              hn::BitCast(dw16, BFloat16Bits(df, value_at(c + lanes)));
-          hn::StoreU(hn::ConcatEven(dw16, high, low), dw16,
-                     reinterpret_cast<uint16_t*>(out + 2 * o));
+        uint16_t* const words = reinterpret_cast<uint16_t*>(out);
+        if (kKind == static_cast<int>(CodeKind::kE4M3FN) &&
+            kMode == static_cast<int>(TensorScaleMode::kNone) &&
+            table_nans_round && dd::ExactPowerOfTwoScale(s)) {
+          for (; n >= 2 * lanes;
+               c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+            const auto low = hn::BitCast(dw16, value_at(c));
+            const auto high = hn::BitCast(dw16, value_at(c + lanes));
+            hn::StoreU(hn::ConcatOdd(dw16, high, low), dw16, words + o);
+          }
+        } else if (NaNFreeRun<kMode>(s, d.g, table_nans_round)) {
+          for (; n >= 2 * lanes;
+               c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+            const auto low =
+                hn::BitCast(dw16, BFloat16InUpperHalf(df, value_at(c)));
+            const auto high =
+                hn::BitCast(dw16, BFloat16InUpperHalf(df, value_at(c + lanes)));
+            hn::StoreU(hn::ConcatOdd(dw16, high, low), dw16, words + o);
+          }
+        } else {
+          for (; n >= 2 * lanes;
+               c += 2 * lanes, o += 2 * lanes, n -= 2 * lanes) {
+            const auto low = hn::BitCast(dw16, BFloat16Bits(df, value_at(c)));
+            const auto high =
+                hn::BitCast(dw16, BFloat16Bits(df, value_at(c + lanes)));
+            hn::StoreU(hn::ConcatEven(dw16, high, low), dw16, words + o);
+          }
         }
       }
 #endif

@@ -16,7 +16,10 @@
 //   int8: converted; uint4 (q4_0): converted, minus the zero point (exact).
 // Then value x scale, then x g or / g for a tensor scale, each rounded once
 // (no fused multiply-add), and bfloat16 rounded to nearest even by integer
-// arithmetic (as FloatToBFloat16). Any other code dtype, and float16 or
+// arithmetic (as FloatToBFloat16): without the NaN test where the run's
+// scales are not NaNs, and e4m3 times a power of two as the float's upper
+// half (NOTE [ bfloat16 without the NaN test, or without rounding ] in
+// dequantize_kernel.cc). Any other code dtype, and float16 or
 // float64 output, stay on the scalar walk. fp4 runs with a finite, nonzero
 // scale go through a table of their 8 scaled magnitudes (NOTE [ fp4 through
 // a table of its magnitudes ] in dequantize_kernel.cc).

@@ -88,9 +88,28 @@ float Pick(std::mt19937& rng) {
                                    std::numeric_limits<float>::infinity(),
                                    -std::numeric_limits<float>::infinity(),
                                    std::numeric_limits<float>::quiet_NaN()};
-  std::uniform_int_distribution<int> which(0, 19);
+  // NaNs whose rounding to bfloat16 would carry (a payload of all ones),
+  // and powers of two from 2^-127 to 2^-114: 2^-117 is the least that keeps
+  // e4m3 values normal (NOTE [ bfloat16 without the NaN test, or without
+  // rounding ] in dequantize_kernel.cc), and below 2^-124 an e4m3 value
+  // times the power can fall between two bfloat16 subnormals.
+  auto from_bits = [](uint32_t bits) {
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  std::uniform_int_distribution<int> which(0, 27);
   const int w = which(rng);
   if (w < 13) return kSpecial[w];
+  if (w == 13) return from_bits(0x7FFFFFFFu);
+  if (w == 14) return from_bits(0xFFBFFFFFu);  // Signaling, negative.
+  if (w < 20) {
+    std::uniform_int_distribution<int> power(-149, 127);
+    std::uniform_int_distribution<int> near(-127, -114);
+    std::uniform_int_distribution<int> sign(0, 1);
+    const float magnitude = std::ldexp(1.0f, w < 17 ? power(rng) : near(rng));
+    return sign(rng) ? -magnitude : magnitude;
+  }
   std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
   std::uniform_int_distribution<int> exponent(-140, 120);
   return std::ldexp(mantissa(rng), exponent(rng));
@@ -120,74 +139,122 @@ void CheckRows() {
     const bool packed4 = kind == CodeKind::kE2M1FN || kind == CodeKind::kUInt4;
     std::vector<float> table(packed4 ? 16 : 256);
     for (uint32_t c = 0; c < table.size(); ++c) table[c] = Reference(kind, c);
-    for (const RunOutput output : {RunOutput::kFloat32, RunOutput::kBFloat16}) {
-      for (const TensorScaleMode mode :
-           {TensorScaleMode::kNone, TensorScaleMode::kTimes,
-            TensorScaleMode::kDivided}) {
-        for (int trial = 0; trial < 60; ++trial) {
-          SCOPED_TRACE(::testing::Message()
-                       << "kind " << static_cast<int>(kind) << " output "
-                       << static_cast<int>(output) << " mode "
-                       << static_cast<int>(mode) << " trial " << trial);
-          std::uniform_int_distribution<int> small(0, 3), run(1, 70),
-              count(0, 8), byte(0, 255);
-          const int64_t code_base = small(rng), out_base = small(rng);
-          std::vector<int64_t> begins, lengths;
-          std::vector<float> scales;
-          int64_t n = 0;
-          for (int r = count(rng); r > 0; --r) {
-            begins.push_back(n);
-            lengths.push_back(run(rng));
-            scales.push_back(Pick(rng));
-            n += lengths.back();
-          }
-          std::vector<uint8_t> codes(code_base + n + 64);
-          for (uint8_t& b : codes) b = static_cast<uint8_t>(byte(rng));
-          const int width = output == RunOutput::kFloat32 ? 4 : 2;
-          std::vector<uint8_t> out(width * (out_base + n + 1), 0xA5);
-          const RowDecoding decoding{kind, output, mode, Pick(rng),
-                                     table.data()};
-          DequantizeRow(decoding, codes.data(), code_base, out.data(), out_base,
-                        begins.data(), lengths.data(), scales.data(),
-                        static_cast<int64_t>(begins.size()));
-          for (size_t r = 0; r < begins.size(); ++r) {
-            for (int64_t j = begins[r]; j < begins[r] + lengths[r]; ++j) {
-              const int64_t c = code_base + j;
-              const uint32_t code =
-                  packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15 : codes[c];
-              float v = Reference(kind, code) * scales[r];
-              if (mode == TensorScaleMode::kTimes) v = v * decoding.g;
-              if (mode == TensorScaleMode::kDivided) v = v / decoding.g;
-              if (std::isnan(v)) {  // Which NaN of two operands: unspecified.
-                uint32_t got = 0;
-                std::memcpy(&got, &out[width * (out_base + j)], width);
-                const uint32_t magnitude =
-                    width == 4 ? got & 0x7FFFFFFFu : got & 0x7FFFu;
-                ASSERT_GT(magnitude, width == 4 ? 0x7F800000u : 0x7F80u)
-                    << "value " << j << " is not a NaN";
-                ++values;
-                continue;
-              }
-              uint8_t want[4];
-              if (output == RunOutput::kFloat32) {
-                std::memcpy(want, &v, 4);
-              } else {
-                const uint16_t b = ReferenceBFloat16(v);
-                std::memcpy(want, &b, 2);
-              }
-              ASSERT_EQ(std::memcmp(want, &out[width * (out_base + j)], width),
-                        0)
-                  << "value " << j << " code " << code << " scale " << scales[r]
-                  << " g " << decoding.g << " reference " << v;
-              ++values;
+    // e4m3 twice: with the canonical NaNs, and with NaNs whose rounding to
+    // bfloat16 would carry into the exponent (which the rounding add alone
+    // would turn into -0).
+    for (int nans = 0; nans < (kind == CodeKind::kE4M3FN ? 2 : 1); ++nans) {
+      if (nans == 1) {
+        const uint32_t carrying[2] = {0x7FFFFFFFu, 0xFFFFFFFFu};
+        std::memcpy(&table[0x7F], &carrying[0], 4);
+        std::memcpy(&table[0xFF], &carrying[1], 4);
+      }
+      for (const RunOutput output :
+           {RunOutput::kFloat32, RunOutput::kBFloat16}) {
+        for (const TensorScaleMode mode :
+             {TensorScaleMode::kNone, TensorScaleMode::kTimes,
+              TensorScaleMode::kDivided}) {
+          for (int trial = 0; trial < 60; ++trial) {
+            SCOPED_TRACE(::testing::Message()
+                         << "kind " << static_cast<int>(kind) << " output "
+                         << static_cast<int>(output) << " mode "
+                         << static_cast<int>(mode) << " trial " << trial);
+            std::uniform_int_distribution<int> small(0, 3), run(1, 70),
+                count(0, 8), byte(0, 255);
+            const int64_t code_base = small(rng), out_base = small(rng);
+            std::vector<int64_t> begins, lengths;
+            std::vector<float> scales;
+            int64_t n = 0;
+            for (int r = count(rng); r > 0; --r) {
+              begins.push_back(n);
+              lengths.push_back(run(rng));
+              scales.push_back(Pick(rng));
+              n += lengths.back();
             }
-          }
-          // Nothing outside the row is written.
-          for (int64_t k = 0; k < width * out_base; ++k) {
-            ASSERT_EQ(out[k], 0xA5);
-          }
-          for (size_t k = width * (out_base + n); k < out.size(); ++k) {
-            ASSERT_EQ(out[k], 0xA5);
+            std::vector<uint8_t> codes(code_base + n + 64);
+            for (uint8_t& b : codes) b = static_cast<uint8_t>(byte(rng));
+            const int width = output == RunOutput::kFloat32 ? 4 : 2;
+            std::vector<uint8_t> out(width * (out_base + n + 1), 0xA5);
+            const RowDecoding decoding{kind, output, mode, Pick(rng),
+                                       table.data()};
+            DequantizeRow(decoding, codes.data(), code_base, out.data(),
+                          out_base, begins.data(), lengths.data(),
+                          scales.data(), static_cast<int64_t>(begins.size()));
+            for (size_t r = 0; r < begins.size(); ++r) {
+              for (int64_t j = begins[r]; j < begins[r] + lengths[r]; ++j) {
+                const int64_t c = code_base + j;
+                const uint32_t code =
+                    packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15 : codes[c];
+                const float x = table[code];
+                float v = x * scales[r];
+                if (mode == TensorScaleMode::kTimes) v = v * decoding.g;
+                if (mode == TensorScaleMode::kDivided) v = v / decoding.g;
+                if (std::isnan(v)) {
+                  uint32_t got = 0;
+                  std::memcpy(&got, &out[width * (out_base + j)], width);
+                  const uint32_t magnitude =
+                      width == 4 ? got & 0x7FFFFFFFu : got & 0x7FFFu;
+                  ASSERT_GT(magnitude, width == 4 ? 0x7F800000u : 0x7F80u)
+                      << "value " << j << " is not a NaN";
+#if defined(__x86_64__) || defined(__i386__)
+                  // x86's NaN: an operand's, quieted, where one operand is
+                  // a NaN; the default NaN where an operation makes one (0 x
+                  // inf, inf / inf, 0 / 0); not specified where both are.
+                  bool specified = true;
+                  uint32_t nan_bits = 0;
+                  const auto step = [&](float a, float b, float result) {
+                    uint32_t a_bits, b_bits;
+                    std::memcpy(&a_bits, &a, 4);
+                    std::memcpy(&b_bits, &b, 4);
+                    if (std::isnan(a) && std::isnan(b)) {
+                      specified = false;
+                    } else if (std::isnan(a)) {
+                      nan_bits = a_bits | 0x00400000u;
+                    } else if (std::isnan(b)) {
+                      nan_bits = b_bits | 0x00400000u;
+                    } else if (std::isnan(result)) {
+                      nan_bits = 0xFFC00000u;
+                    }
+                  };
+                  const float first = x * scales[r];
+                  step(x, scales[r], first);
+                  if (mode == TensorScaleMode::kTimes) {
+                    step(first, decoding.g, first * decoding.g);
+                  }
+                  if (mode == TensorScaleMode::kDivided) {
+                    step(first, decoding.g, first / decoding.g);
+                  }
+                  if (specified) {
+                    const uint32_t want =
+                        width == 4 ? nan_bits : ((nan_bits >> 16) | 0x40u);
+                    ASSERT_EQ(got, want)
+                        << "value " << j << " code " << code << " scale "
+                        << scales[r] << " g " << decoding.g;
+                  }
+#endif
+                  ++values;
+                  continue;
+                }
+                uint8_t want[4];
+                if (output == RunOutput::kFloat32) {
+                  std::memcpy(want, &v, 4);
+                } else {
+                  const uint16_t b = ReferenceBFloat16(v);
+                  std::memcpy(want, &b, 2);
+                }
+                ASSERT_EQ(
+                    std::memcmp(want, &out[width * (out_base + j)], width), 0)
+                    << "value " << j << " code " << code << " scale "
+                    << scales[r] << " g " << decoding.g << " reference " << v;
+                ++values;
+              }
+            }
+            // Nothing outside the row is written.
+            for (int64_t k = 0; k < width * out_base; ++k) {
+              ASSERT_EQ(out[k], 0xA5);
+            }
+            for (size_t k = width * (out_base + n); k < out.size(); ++k) {
+              ASSERT_EQ(out[k], 0xA5);
+            }
           }
         }
       }
