@@ -50,9 +50,10 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
                              const Layout& reached, bool write_whole,
                              LevelBox* box_out, Layout* new_placement,
                              Layout* new_adjacent) {
-  const auto extents = placement.shape().leaves();
-  const auto strides = placement.stride().leaves();
-  const int leaves = static_cast<int>(extents.size());
+  // Raw pointers: a span's operator[] checks its bound on every access.
+  const int64_t* const extents = placement.shape().leaves().data();
+  const int64_t* const strides = placement.stride().leaves().data();
+  const int leaves = placement.shape().num_leaves();
   const int64_t size = placement.size();
   auto refuse = [&](absl::string_view why) {
     return ValueErrorCat(why, " (adjacent layout ", reached.ToString(),
@@ -63,9 +64,9 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
     return refuse(absl::StrCat("index ", base, " is outside the level's ", size,
                                " coordinates"));
   }
-  const auto r_extents = reached.shape().leaves();
-  const auto r_strides = reached.stride().leaves();
-  const int r_leaves = static_cast<int>(r_extents.size());
+  const int64_t* const r_extents = reached.shape().leaves().data();
+  const int64_t* const r_strides = reached.stride().leaves().data();
+  const int r_leaves = reached.shape().num_leaves();
   // Scratch space, carved from one buffer on the stack (or, for large
   // layouts, the heap): the loops below read and write it through raw
   // pointers, which no store into a vector's size can alias. Every entry is
@@ -124,8 +125,14 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   }
   // Colexicographic weights of the leaves; bounded by size.
   int64_t* const weight = carve(leaves + 1);
-  weight[0] = 1;
-  for (int a = 0; a < leaves; ++a) weight[a + 1] = weight[a] * extents[a];
+  // The running product in a register: through memory, each step waited
+  // on the store of the one before.
+  int64_t running_weight = 1;
+  for (int a = 0; a < leaves; ++a) {
+    weight[a] = running_weight;
+    running_weight *= extents[a];
+  }
+  weight[leaves] = running_weight;
 
   // Every digit the search reads, decomposed once (one division per leaf and
   // value, where reading each digit afresh divides three times): row 0 holds
