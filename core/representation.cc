@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 #include <memory>
-#include <optional>
+#include <new>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -112,6 +112,39 @@ inline bool AdjacentFits(const Layout& adjacent, const Layout& source,
          (adjacent.min_index() >= 0 && adjacent.max_index() < target.size());
 }
 
+// A T built in place on first use: std::optional<T>, less its default
+// constructor's cost. GCC 12 zeroes an empty optional's whole payload when
+// it constructs one, and RunRulesOf's two contexts (904 bytes each, their
+// sequences inline) cost every sliced block-scaled view two memsets.
+template <typename T>
+class LazyValue {
+ public:
+  LazyValue() {}
+  LazyValue(const LazyValue&) = delete;
+  LazyValue& operator=(const LazyValue&) = delete;
+  ~LazyValue() {
+    if (engaged_) get().~T();
+  }
+  template <typename... Args>
+  T& emplace(Args&&... args) {
+    if (engaged_) get().~T();
+    engaged_ = false;
+    new (storage_) T(std::forward<Args>(args)...);
+    engaged_ = true;
+    return get();
+  }
+  bool has_value() const { return engaged_; }
+  T& operator*() { return get(); }
+  const T& operator*() const {
+    return *std::launder(reinterpret_cast<const T*>(storage_));
+  }
+
+ private:
+  T& get() { return *std::launder(reinterpret_cast<T*>(storage_)); }
+  alignas(T) unsigned char storage_[sizeof(T)];
+  bool engaged_ = false;
+};
+
 // The rules' context (spec: a read-only description of the universally
 // validated candidate). It reads the representation it describes: the
 // sequences a rule asks for that the representation does not hold
@@ -156,7 +189,7 @@ class FrozenContext final : public RepresentationValidationContext {
   }
 
  private:
-  // Behind one optional: a context whose rules read only placement_layout
+  // Behind one LazyValue: a context whose rules read only placement_layout
   // and adjacent_layouts (every view's) neither builds nor destroys them.
   struct Sequences {
     absl::InlinedVector<const SimpleDType*, 4> storage;
@@ -169,7 +202,7 @@ class FrozenContext final : public RepresentationValidationContext {
   }
 
   const Representation& rep_;
-  mutable std::optional<Sequences> sequences_;
+  mutable LazyValue<Sequences> sequences_;
 };
 
 // Step 3 of Create for adjacent level i (S_i between placements source and
@@ -213,7 +246,7 @@ ABSL_ATTRIBUTE_NOINLINE absl::Status RunRulesOf(const CompoundDType& compound,
                                                 const RulesToRun& which) {
   // Built for the first rule that runs: a release build that trusts every
   // rule's claim builds none.
-  std::optional<FrozenContext> context, source_context;
+  LazyValue<FrozenContext> context, source_context;
   for (const auto& rule : compound.rules()) {
     bool kept = false;
     switch (which.kind) {
