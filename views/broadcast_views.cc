@@ -45,18 +45,17 @@ using views_internal::OneLevelFlatTensor;
 //
 // `in` and `in_strides` are the source's `rank` modes (its leaves); `target`
 // has at most LayoutAssembler::kFlatBuffer extents; `extents` and `strides`
-// receive target.size() modes; `*size` the view's size, computed as
-// Layout::Create computes it (the product of the positive extents, 0 where
-// one is 0).
+// receive target.size() modes; `*size`, where it admits them, the view's size,
+// computed as Layout::Create computes it (the product of the positive extents,
+// 0 where one is 0).
 bool BroadcastFlat(const int64_t* in, const int64_t* in_strides, int rank,
                    absl::Span<const int64_t> target, int64_t* extents,
                    int64_t* strides, int64_t* size) {
   const int m = static_cast<int>(target.size());
   if (m < rank) return false;
   const int lead = m - rank;
-  int64_t product = 1;
+  views_internal::LeafProduct product;
   bool refused = false;
-  bool empty = false;
   for (int p = 0; p < m; ++p) {
     const int64_t extent = target[p];
     const int source = p - lead;
@@ -70,14 +69,13 @@ bool BroadcastFlat(const int64_t* in, const int64_t* in_strides, int rank,
       }
     }
     refused |= extent < 0;
-    empty |= extent == 0;
-    refused |=
-        __builtin_mul_overflow(product, extent == 0 ? 1 : extent, &product);
+    product.Multiply(extent);
     extents[p] = extent;
     strides[p] = stride;
   }
-  *size = empty ? 0 : product;
-  return !refused;
+  if (refused || product.overflows()) return false;
+  *size = product.size();
+  return true;
 }
 
 }  // namespace

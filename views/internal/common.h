@@ -105,6 +105,27 @@ class SpecWriter {
   ModeSpec* next_ = nullptr;
 };
 
+// A size multiplied as Layout::Create multiplies the leaves: the product of
+// the positive extents, overflow-checked even beside an extent of 0, then 0
+// where an extent is 0 (NOTE [ Layout bounds ] in layout/layout.cc). Meant
+// for a local: as a member, the product went through memory at every step.
+class LeafProduct {
+ public:
+  void Multiply(int64_t extent) {
+    empty_ |= extent == 0;
+    overflow_ |=
+        __builtin_mul_overflow(product_, extent == 0 ? 1 : extent, &product_);
+  }
+  bool overflows() const { return overflow_; }
+  // Precondition: !overflows().
+  int64_t size() const { return empty_ ? 0 : product_; }
+
+ private:
+  int64_t product_ = 1;
+  bool empty_ = false;
+  bool overflow_ = false;
+};
+
 // MapModes' other writer, for a flat source of one level (NOTE [ One-level
 // flat views ] in core/representation.cc): each spec names its mode's extent
 // and stride at once, into buffers for at most LayoutAssembler::kFlatBuffer
@@ -135,16 +156,10 @@ class FlatModeWriter {
     finished_ = true;
 #endif
     if (!kBroadcasts || !fits_) return;
-    int64_t size = 1;
-    bool empty = false, overflow = false;
-    for (int k = 0; k < n_; ++k) {
-      const int64_t extent = extents_[k];
-      empty |= extent == 0;
-      overflow |= __builtin_mul_overflow(size, extent == 0 ? 1 : extent, &size);
-    }
-    size_ = size;
-    empty_ = empty;
-    overflow_ = overflow;
+    LeafProduct product;
+    for (int k = 0; k < n_; ++k) product.Multiply(extents_[k]);
+    overflow_ = product.overflows();
+    if (!overflow_) size_ = product.size();
   }
 
   // Whether the modes fit the buffers, and (for a broadcast) their size
@@ -156,7 +171,7 @@ class FlatModeWriter {
   // fits().
   int64_t num_elements() const {
     assert(finished_ && "FlatModeWriter::Finish before num_elements");
-    return empty_ ? 0 : size_;
+    return size_;
   }
   const int64_t* extents() const { return extents_; }
   const int64_t* strides() const { return strides_; }
@@ -165,7 +180,6 @@ class FlatModeWriter {
   const int64_t* source_extents_;
   const int64_t* source_strides_;
   bool fits_ = false;
-  bool empty_ = false;
   bool overflow_ = false;
   int n_ = 0;
   int64_t size_ = 1;
@@ -312,25 +326,19 @@ inline std::optional<int64_t> SpecsSize(const Layout& layout,
     return empty ? 0 : size;
   }
   const auto extents = layout.shape().leaves();
-  int64_t size = 1;
-  bool empty = false;
-  bool overflow = false;
-  auto multiply = [&](int64_t e) {
-    empty |= e == 0;
-    overflow |= __builtin_mul_overflow(size, e == 0 ? 1 : e, &size);
-  };
+  LeafProduct product;
   // An empty source: every leaf of the kept modes counts too (NOTE
   // [ Layout bounds ]).
   for (const ModeSpec& m : specs) {
     if (m.source < 0) {
-      multiply(m.extent);
+      product.Multiply(m.extent);
     } else {
       for (int k = modes.leaf(m.source); k < modes.leaf(m.source + 1); ++k)
-        multiply(extents[k]);
+        product.Multiply(extents[k]);
     }
   }
-  if (overflow) return std::nullopt;
-  return empty ? 0 : size;
+  if (product.overflows()) return std::nullopt;
+  return product.size();
 }
 
 // Applies an offset-free view, given as mode specs over the input's top-level
