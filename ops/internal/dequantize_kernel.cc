@@ -133,25 +133,9 @@ HWY_INLINE V Scale(V x, V s, V g) {
   return v;
 }
 
-// bfloat16 bits of v (nearest even, NaN quieted with its sign), in the low
-// 16 bits of each uint32 lane.
-template <class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16Bits(DF, hn::Vec<DF> v) {
-  const hn::RebindToUnsigned<DF> du;
-  const hn::RebindToSigned<DF> di;
-  const auto u = hn::BitCast(du, v);
-  const auto rounded = hn::ShiftRight<16>(
-      hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)),
-              hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u))));
-  const auto nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u));
-  const auto is_nan =
-      hn::Gt(hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFFFFFFu))),
-             hn::Set(di, 0x7F800000));
-  return hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
-}
-
-// BFloat16Bits' rounding add alone (NOTE [ bfloat16 without the NaN test,
-// or without rounding ]): the bfloat16 in the upper 16 bits of each lane.
+// v rounded to bfloat16 by BFloat16Bits' add alone (NOTE [ bfloat16 without the
+// NaN test, or without rounding ]): the bfloat16 in the upper 16 bits of each
+// lane.
 template <class DF>
 HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16InUpperHalf(
     DF, hn::Vec<DF> v) {
@@ -159,6 +143,22 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16InUpperHalf(
   const auto u = hn::BitCast(du, v);
   return hn::Add(hn::Add(u, hn::Set(du, 0x7FFFu)),
                  hn::And(hn::ShiftRight<16>(u), hn::Set(du, 1u)));
+}
+
+// bfloat16 bits of v (nearest even, NaN quieted with its sign), in the low
+// 16 bits of each uint32 lane.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> BFloat16Bits(DF df,
+                                                          hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto u = hn::BitCast(du, v);
+  const auto rounded = hn::ShiftRight<16>(BFloat16InUpperHalf(df, v));
+  const auto nan = hn::Or(hn::ShiftRight<16>(u), hn::Set(du, 0x40u));
+  const auto is_nan =
+      hn::Gt(hn::BitCast(di, hn::And(u, hn::Set(du, 0x7FFFFFFFu))),
+             hn::Set(di, 0x7F800000));
+  return hn::IfThenElse(hn::RebindMask(du, is_nan), nan, rounded);
 }
 
 template <int kOut, class DF>
