@@ -2,6 +2,7 @@
 
 #include <cxxabi.h>
 
+#include <cassert>
 #include <cstdlib>
 #include <memory>
 #include <new>
@@ -125,19 +126,16 @@ class LazyValue {
   ~LazyValue() {
     if (engaged_) get().~T();
   }
+  // Precondition: !has_value() (each is built once, on first use).
   template <typename... Args>
   T& emplace(Args&&... args) {
-    if (engaged_) get().~T();
-    engaged_ = false;
+    assert(!engaged_);
     new (storage_) T(std::forward<Args>(args)...);
     engaged_ = true;
     return get();
   }
   bool has_value() const { return engaged_; }
   T& operator*() { return get(); }
-  const T& operator*() const {
-    return *std::launder(reinterpret_cast<const T*>(storage_));
-  }
 
  private:
   T& get() { return *std::launder(reinterpret_cast<T*>(storage_)); }
