@@ -134,54 +134,46 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
   }
   weight[leaves] = running_weight;
 
-  // Every digit the search reads, decomposed once (one division per leaf and
-  // value, where reading each digit afresh divides three times): row 0 holds
-  // base's digits, row 1 + j those of move_stride[j].
-  const int values = num_moves + 1;
-  int64_t* const digits = carve(int64_t{values} * leaves);
-  for (int v = 0; v < values; ++v) {
-    int64_t rest = v == 0 ? base : move_stride[v - 1];
-    int64_t* row = digits + v * leaves;
-    for (int a = 0; a < leaves; ++a) {
-      // Most strides are one digit: the rest of the row is 0 once rest is
-      // (a store, where a loop of its own became a call to memset).
-      if (rest == 0) {
-        row[a] = 0;
-        continue;
-      }
-      // Extents of 0 leave the level empty, excluded by base < size.
-      row[a] = Remainder(rest, extents[a]);
-      rest = Quotient(rest, extents[a]);
-    }
-  }
-
   LevelBox& out = *box_out;
-  out.start.assign(digits, digits + leaves);
+  out.start.resize_for_overwrite(leaves);
   out.step.assign(leaves, 1);
   out.extent.assign(leaves, 1);
   out.offset_shift = 0;
-  const int64_t* const start = out.start.data();
+  int64_t* const start = out.start.data();
   int64_t* const step = out.step.data();
   int64_t* const extent = out.extent.data();
+  // base's digits: the box's start. Extents of 0 leave the level empty,
+  // excluded by base < size.
+  {
+    int64_t rest = base;
+    for (int a = 0; a < leaves; ++a) {
+      start[a] = Remainder(rest, extents[a]);
+      rest = Quotient(rest, extents[a]);
+    }
+  }
   // Where no leaf overflows on its own (slices, and boxes of whole leaves),
   // every run is one leaf: its largest digit and step come from one pass
-  // over the moves, with no runs to merge.
+  // over the moves' digits, with no runs to merge. Each move's digits are
+  // read off as the pass goes, low leaves first, until none are left (most
+  // strides are one digit).
   int64_t* const top = carve(leaves);
   int64_t* const common = carve(leaves);
   for (int a = 0; a < leaves; ++a) {
-    top[a] = digits[a];
+    top[a] = start[a];
     common[a] = 0;
   }
   bool overflows = false;
-  for (int j = 1; j < values; ++j) {
-    const int64_t* d = digits + j * leaves;
-    const int64_t last = move_last[j - 1];
-    for (int a = 0; a < leaves; ++a) {
-      if (d[a] == 0) continue;  // Most digits: no term, and gcd(g, 0) = g.
+  for (int j = 0; j < num_moves; ++j) {
+    const int64_t last = move_last[j];
+    int64_t rest = move_stride[j];  // Below size: it ends within the leaves.
+    for (int a = 0; rest != 0 && a < leaves; ++a) {
+      const int64_t d = Remainder(rest, extents[a]);
+      rest = Quotient(rest, extents[a]);
+      if (d == 0) continue;  // No term, and gcd(g, 0) = g.
       int64_t term;
-      overflows |= __builtin_mul_overflow(last, d[a], &term);
+      overflows |= __builtin_mul_overflow(last, d, &term);
       overflows |= __builtin_add_overflow(top[a], term, &top[a]);
-      common[a] = Gcd(common[a], d[a]);
+      common[a] = Gcd(common[a], d);
     }
   }
   for (int a = 0; a < leaves; ++a) overflows |= top[a] >= extents[a];
@@ -192,6 +184,19 @@ absl::Status NarrowLevelInto(const Layout& placement, int64_t base,
       extent[a] = Quotient(top[a] - start[a], common[a]) + 1;
     }
   } else {
+    // Every digit the search reads, decomposed once (one division per leaf
+    // and value, where reading each digit afresh divides three times): row 0
+    // holds base's digits, row 1 + j those of move_stride[j].
+    const int values = num_moves + 1;
+    int64_t* const digits = carve(int64_t{values} * leaves);
+    for (int v = 0; v < values; ++v) {
+      int64_t rest = v == 0 ? base : move_stride[v - 1];
+      int64_t* row = digits + v * leaves;
+      for (int a = 0; a < leaves; ++a) {
+        row[a] = Remainder(rest, extents[a]);
+        rest = Quotient(rest, extents[a]);
+      }
+    }
     // Runs of merged leaves: run r covers leaves [first[r], first[r + 1]).
     absl::InlinedVector<int, 9> first(leaves + 1);
     std::iota(first.begin(), first.end(), 0);
