@@ -277,47 +277,80 @@ TEST(BlockScaledFamilyTest, TheTensorScaleIsOneValue) {
 // keep blocks whole (a partial last block of a ragged format included),
 // refused (ValueError) elsewhere; every admitted view, and permutes,
 // broadcasts and unsqueezes of it, keeps the invariant at every level.
+// A random rank-3 case of one of the family's formats: the format and a
+// shape that its blocks tile (ragged where the format allows).
+struct FamilyCase {
+  Format format;
+  std::vector<int64_t> shape;
+};
+FamilyCase RandomFamilyCase(testing::RandomLayouts& gen) {
+  const int which = gen.Uniform(0, 7);
+  Format f;
+  std::vector<int64_t> shape;
+  switch (which) {
+    case 0:
+      f = {dtypes::FP8E4M3Block128x128(), {1, 128, 128}, kBlocksOfTheFormat};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 300), gen.Uniform(1, 300)};
+      break;
+    case 1:
+      f = {dtypes::FP8E4M3Block1x128(), {1, 1, 128}, 2};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 400)};
+      break;
+    case 2:
+      f = {dtypes::FP8E4M3Rowwise(), {1, 1, 0}, kBlocksOfTheFormat};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
+      break;
+    case 3:
+      f = {dtypes::FP8E4M3Tensorwise(), {0, 0, 0}, kBlocksOfTheFormat};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
+      break;
+    case 4:
+    case 5:
+      f = {which == 4 ? dtypes::NVFP4TS() : dtypes::NVFP4TSRecip(),
+           {1, 16, 1},
+           1};
+      shape = {gen.Uniform(1, 2), 16 * gen.Uniform(1, 6), gen.Uniform(1, 5)};
+      break;
+    case 6:
+      f = {dtypes::Q8_0(), {1, 1, 32}, kBlocksOfTheFormat};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
+      break;
+    default:
+      f = {dtypes::Q4_0(), {1, 1, 32}, kBlocksOfTheFormat};
+      shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
+      break;
+  }
+  return {f, shape};
+}
+
+// Every level of two views holds the same offsets and functions.
+void ExpectSameLevels(const Tensor& a, const Tensor& b) {
+  const Representation& a_rep = TensorAccess::representation(a);
+  const Representation& b_rep = TensorAccess::representation(b);
+  ASSERT_EQ(a_rep.num_levels(), b_rep.num_levels());
+  for (int level = 0; level < a_rep.num_levels(); ++level) {
+    EXPECT_EQ(a_rep.subtensor(level).offset, b_rep.subtensor(level).offset)
+        << "level " << level;
+    EXPECT_TRUE(FunctionallyEqual(a_rep.subtensor(level).placement,
+                                  b_rep.subtensor(level).placement))
+        << a_rep.subtensor(level).placement.ToString() << " vs "
+        << b_rep.subtensor(level).placement.ToString();
+    if (level + 1 < a_rep.num_levels()) {
+      EXPECT_TRUE(FunctionallyEqual(a_rep.adjacent_layouts()[level],
+                                    b_rep.adjacent_layouts()[level]))
+          << a_rep.adjacent_layouts()[level].ToString() << " vs "
+          << b_rep.adjacent_layouts()[level].ToString();
+    }
+  }
+}
+
 TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
   testing::RandomLayouts gen(28);
   int admitted = 0, refused = 0;
   for (int n = 0; n < 400; ++n) {
-    const int which = gen.Uniform(0, 7);
-    std::vector<int64_t> shape = {gen.Uniform(1, 3) * (which < 2 ? 1 : 1), 0,
-                                  0};
-    Format f;
-    switch (which) {
-      case 0:
-        f = {dtypes::FP8E4M3Block128x128(), {1, 128, 128}, kBlocksOfTheFormat};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 300), gen.Uniform(1, 300)};
-        break;
-      case 1:
-        f = {dtypes::FP8E4M3Block1x128(), {1, 1, 128}, 2};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 400)};
-        break;
-      case 2:
-        f = {dtypes::FP8E4M3Rowwise(), {1, 1, 0}, kBlocksOfTheFormat};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
-        break;
-      case 3:
-        f = {dtypes::FP8E4M3Tensorwise(), {0, 0, 0}, kBlocksOfTheFormat};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), gen.Uniform(1, 40)};
-        break;
-      case 4:
-      case 5:
-        f = {which == 4 ? dtypes::NVFP4TS() : dtypes::NVFP4TSRecip(),
-             {1, 16, 1},
-             1};
-        shape = {gen.Uniform(1, 2), 16 * gen.Uniform(1, 6), gen.Uniform(1, 5)};
-        break;
-      case 6:
-        f = {dtypes::Q8_0(), {1, 1, 32}, kBlocksOfTheFormat};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
-        break;
-      default:
-        f = {dtypes::Q4_0(), {1, 1, 32}, kBlocksOfTheFormat};
-        shape = {gen.Uniform(1, 2), gen.Uniform(1, 5), 32 * gen.Uniform(1, 4)};
-        break;
-    }
+    const FamilyCase c = RandomFamilyCase(gen);
+    const Format f = c.format;
+    const std::vector<int64_t> shape = c.shape;
     const bool ragged = FindBlockScaleRule(*f.dtype)->scaling().ragged;
     auto t = QuantizeBlockScaled(Floats(shape, n), *f.dtype, f.blocked_dim);
     ASSERT_TRUE(t.ok()) << f.dtype->name() << " " << t.status();
@@ -370,20 +403,7 @@ TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
     const auto general =
         views_internal::SliceByComposition(*t, dim, start, stop - start, 1);
     ASSERT_TRUE(general.ok()) << general.status();
-    const Representation& fast_rep = TensorAccess::representation(*v);
-    const Representation& general_rep = TensorAccess::representation(*general);
-    for (int level = 0; level < fast_rep.num_levels(); ++level) {
-      EXPECT_EQ(fast_rep.subtensor(level).offset,
-                general_rep.subtensor(level).offset);
-      EXPECT_TRUE(FunctionallyEqual(fast_rep.subtensor(level).placement,
-                                    general_rep.subtensor(level).placement))
-          << fast_rep.subtensor(level).placement.ToString() << " vs "
-          << general_rep.subtensor(level).placement.ToString();
-      if (level + 1 < fast_rep.num_levels()) {
-        EXPECT_TRUE(FunctionallyEqual(fast_rep.adjacent_layouts()[level],
-                                      general_rep.adjacent_layouts()[level]));
-      }
-    }
+    ExpectSameLevels(*v, *general);
     ExpectInvariant(*t, *v, [&](const Coord& c) {
       Coord old = c;
       old[dim] += start;
@@ -405,6 +425,38 @@ TEST(BlockScaledFamilyTest, RandomSlicesKeepTheInvariantAtEveryLevel) {
   }
   EXPECT_GT(admitted, 200);
   EXPECT_GT(refused, 20);
+}
+
+// Slices by any step (the integer-mode path of NOTE [ The view invariant ]
+// for two or more elements, whole steps or composition otherwise) give what
+// composition gives at every level, and refuse where it refuses, over every
+// format of the family: 2- and 3-level Tensors, hierarchical modes and
+// ragged edges.
+TEST(BlockScaledFamilyTest, SlicesByAnyStepEqualComposition) {
+  testing::RandomLayouts gen(29);
+  int admitted = 0;
+  for (int n = 0; n < 600; ++n) {
+    const FamilyCase c = RandomFamilyCase(gen);
+    auto t = QuantizeBlockScaled(Floats(c.shape, n), *c.format.dtype,
+                                 c.format.blocked_dim);
+    ASSERT_TRUE(t.ok()) << c.format.dtype->name() << " " << t.status();
+    const int64_t dim = gen.Uniform(0, 2);
+    const int64_t extent = c.shape[dim];
+    const int64_t start = gen.Uniform(0, extent);
+    const int64_t stop = gen.Uniform(start, extent);
+    const int64_t step = gen.Uniform(1, 4);
+    SCOPED_TRACE(absl::StrCat(c.format.dtype->name(), " (", c.shape[0], ",",
+                              c.shape[1], ",", c.shape[2], ") slice ", dim, " ",
+                              start, " ", stop, " ", step));
+    const auto fast = Slice(*t, dim, start, stop, step);
+    const auto general = views_internal::SliceByComposition(
+        *t, dim, start, (stop - start + step - 1) / step, step);
+    ASSERT_EQ(fast.ok(), general.ok()) << fast.status() << general.status();
+    if (!fast.ok()) continue;
+    ++admitted;
+    ExpectSameLevels(*fast, *general);
+  }
+  EXPECT_GT(admitted, 300);
 }
 
 // The rule's context of a Tensor, as Representation validates it.

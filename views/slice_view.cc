@@ -209,33 +209,42 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
       return OneLevelFlatTensor(rep, offset, n, extents, strides, bounds);
     }
+    // Every leaf kept but the mode's, which becomes count:(step * stride):
+    // the source's tuples with new leaves, in L_0 and S_0 (which has L_0's
+    // shape).
     Representation::ViewDraft draft(rep);
     const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
-    // Every mode kept but dim, which becomes (count):(step * stride).
-    ModeSpecs specs;
-    SpecWriter writer(&specs, elements.size());
-    for (int i = 0; i < elements.size(); ++i) {
-      writer.Append(i == dim ? ModeSpec{-1, count, l_stride, s_stride}
-                             : ModeSpec{i, 0});
-    }
-    writer.Finish();
-    LayoutAssembler::DerivedBounds bounds;
+    const int num_leaves = l0.shape().num_leaves();
+    const int64_t* const l0_extents = l0.shape().leaves().data();
+    layout_internal::SmallVector<int64_t, 8> extents, strides;
+    extents.assign(l0_extents, l0_extents + num_leaves);
+    extents[leaf] = count;
+    strides.assign(l0.stride().leaves().data(),
+                   l0.stride().leaves().data() + num_leaves);
+    strides[leaf] = l_stride;
+    LayoutAssembler::DerivedBounds bounds = {0, 0, 0};
+    LayoutAssembler::DerivedBounds twin_bounds = {0, 0, 0};
     if (!empty) {
-      bounds.size = l0.size() / extent * count;
+      bounds.size = twin_bounds.size = l0.size() / extent * count;
       shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
       if (levels) {
-        shifted(*s0, s_stride, &bounds.twin_max_index, &bounds.twin_min_index);
+        shifted(*s0, s_stride, &twin_bounds.max_index, &twin_bounds.min_index);
       }
     }
-    if (absl::Status s = LayoutAssembler::GatherModes(
-            l0, elements.table(), s0,
-            absl::MakeConstSpan(specs.data(), specs.size()),
-            empty ? nullptr : &bounds, &draft.placement(0),
-            levels ? &draft.adjacent(0) : nullptr);
-        !s.ok()) {
-      // Not reached: an empty source's bounds are computed, and every part
-      // of them is at most the validated source's.
-      return s;
+    // Not failing: an empty source's bounds are computed, and every part of
+    // them is at most the validated source's.
+    STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
+        l0, absl::MakeConstSpan(extents.data(), extents.size()),
+        absl::MakeConstSpan(strides.data(), strides.size()),
+        &draft.placement(0), empty ? nullptr : &bounds));
+    if (levels) {
+      strides.assign(s0->stride().leaves().data(),
+                     s0->stride().leaves().data() + num_leaves);
+      strides[leaf] = s_stride;
+      STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
+          *s0, absl::MakeConstSpan(extents.data(), extents.size()),
+          absl::MakeConstSpan(strides.data(), strides.size()),
+          &draft.adjacent(0), empty ? nullptr : &twin_bounds));
     }
     draft.offset(0) = offset;
     if (levels) {
