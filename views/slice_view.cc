@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
 #include "layout/algebra.h"
@@ -30,14 +31,11 @@ using views_internal::CheckDim;
 using views_internal::FromTopModes;
 using views_internal::ModeIndex;
 using views_internal::Modes;
-using views_internal::ModeSpec;
-using views_internal::ModeSpecs;
 using views_internal::Named;
 using views_internal::NarrowLevels;
 using views_internal::NotAnAdjacentLayout;
 using views_internal::OneLevelFlatTensor;
 using views_internal::PublishSlice;
-using views_internal::SpecWriter;
 }  // namespace
 
 namespace views_internal {
