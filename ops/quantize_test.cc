@@ -981,6 +981,72 @@ TEST(QuantizeTest, EverySimdTargetGivesThePortableBytes) {
   }
 }
 
+// QuantizeTensorScaledBlocks (nvfp4_ts's fused pass) gives, on every target,
+// the bytes of NOTE [ The family's quantization arithmetic ] written out
+// block by block with the scalar coders: s_b = e4m3(amax_b / (6 * g)), or
+// e4m3(amax_b * g' / 6); divisor s_b * g (s_b where recip), +inf where s_b is
+// 0, NaN where it is NaN; codes e2m1(x / divisor), or e2m1(x * g' /
+// divisor), low nibble first. Over blocks of zeros, signed zeros, an
+// infinity and a NaN, adversarial values, every float16 bit pattern and
+// random bit patterns, for tensor scales that make the scales saturate,
+// underflow and land in between; a block count that leaves a tail.
+TEST(QuantizeTest, TensorScaledBlocksGiveTheDefinitionsBytesOnEveryTarget) {
+  namespace qd = ops_internal::quantize_detail;
+  std::vector<float> v;
+  for (int k = 0; k < 16; ++k) v.push_back(0.0f);
+  for (int k = 0; k < 16; ++k) v.push_back(k % 2 ? -0.0f : -1e-30f);
+  for (int k = 0; k < 16; ++k) v.push_back(k == 3 ? -INFINITY : k * 0.5f);
+  for (int k = 0; k < 16; ++k) v.push_back(k == 9 ? NAN : k - 8.0f);
+  for (float x : AdversarialValues(16 * 2048, 91, true)) v.push_back(x);
+  for (int64_t i = 0; i < 65536; ++i) {
+    v.push_back(HalfToFloat(static_cast<uint16_t>(i)));
+  }
+  std::mt19937 rng(41);
+  for (int64_t i = 0; i < 16 * 1024; ++i) {
+    v.push_back(BitsFloat(static_cast<uint32_t>(rng())));
+  }
+  // Groups of 16 blocks, then a tail of 13.
+  const int64_t blocks = 16 * (static_cast<int64_t>(v.size()) / 256) - 3;
+  ASSERT_GT(blocks, 64);
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (const bool recip : {false, true}) {
+    for (const float g : {1.0f, 0.37f, 2688.0f / 65504.0f, 3.0e-3f, 1e-30f,
+                          1e30f, 65504.0f / 2688.0f}) {
+      std::vector<uint8_t> want_values(blocks * 8, 0), want_scales(blocks);
+      for (int64_t b = 0; b < blocks; ++b) {
+        const float* x = &v[b * 16];
+        uint32_t amax = 0;
+        for (int t = 0; t < 16; ++t) {
+          amax = std::max(amax, qd::Bits(x[t]) & qd::kAbsMask);
+        }
+        const float a = qd::FromBits(amax);
+        const uint8_t scale =
+            qd::E4M3Code(recip ? a * g / 6.0f : a / (6.0f * g));
+        want_scales[b] = scale;
+        const float value = scale == 0x7F ? NAN : qd::DecodeE4M3(scale);
+        const float divisor =
+            scale == 0 ? INFINITY : (recip ? value : value * g);
+        for (int t = 0; t < 16; ++t) {
+          const uint8_t code =
+              qd::E2M1Code(recip ? x[t] * g / divisor : x[t] / divisor);
+          want_values[b * 8 + t / 2] |= code << (t % 2 ? 4 : 0);
+        }
+      }
+      for (int64_t target : targets) {
+        hwy::SetSupportedTargetsForTest(target);
+        std::vector<uint8_t> values(blocks * 8, 0xA5), scales(blocks, 0xA5);
+        ops_internal::QuantizeTensorScaledBlocks(recip, v.data(), blocks, g,
+                                                 values.data(), scales.data());
+        EXPECT_EQ(scales, want_scales)
+            << hwy::TargetName(target) << " recip " << recip << " g " << g;
+        EXPECT_EQ(values, want_values)
+            << hwy::TargetName(target) << " recip " << recip << " g " << g;
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
+  }
+}
+
 TEST(QuantizeTest, StridedAndHalfSourcesGiveTheContiguousBytes) {
   // The portable path (a transposed float32 source, float16 copies) gives the
   // bytes of the SIMD path on the same values.

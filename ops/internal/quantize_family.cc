@@ -93,6 +93,18 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
   }
   const float gs = tensor_scale;
 
+  // nvfp4_ts* in blocks of 16 along the last mode alone, which they tile:
+  // the grid is row-major, one block after another, as the values are, so
+  // the blocks go through the fused kernel in one pass.
+  bool consecutive = fp4 && rank >= 1 && kb == 16 && k % 16 == 0;
+  for (int m = 0; consecutive && m + 1 < rank; ++m) {
+    consecutive = g.block[m] == 1;
+  }
+  if (consecutive) {
+    QuantizeTensorScaledBlocks(recip, x, total / 16, gs, values, scales);
+    return tensor_scale;
+  }
+
   // Rows go in bands whose blocks no other band touches: a band is the rows
   // of one block of mode rank-2 where every earlier mode has blocks of 1, so
   // each band is read once from memory and again from cache. Otherwise (a

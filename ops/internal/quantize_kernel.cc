@@ -464,6 +464,38 @@ void EncodeBlocksSimd(int fp4, const float* x, int64_t blocks, int64_t block,
   return EncodeBlocksT<false>(x, blocks, block, pre, divisors, codes);
 }
 
+// nvfp4_ts* block scales of the amaxes `a` (as floats), lane by lane:
+// `*code` = e4m3(a / (6 * g)), or e4m3(a * g' / 6) (recip), and `*divisor`,
+// that of the block's elements: s * g, or s (recip); +inf where s is 0, NaN
+// where it is NaN. vg holds g (or g'), six_g 6 * g.
+template <class D>
+HWY_INLINE void TensorScaledBlockScales(
+    D df, hn::Vec<D> a, bool recip, hn::Vec<D> vg, hn::Vec<D> six_g,
+    hn::Vec<hn::RebindToSigned<D>>* code_out, hn::Vec<D>* divisor_out) {
+  const hn::RebindToSigned<D> di;
+  const auto q =
+      recip ? hn::Div(hn::Mul(a, vg), hn::Set(df, 6.0f)) : hn::Div(a, six_g);
+  const auto qb = hn::BitCast(di, q);
+  const auto code = hn::IfThenElse(
+      hn::Gt(qb, hn::Set(di, static_cast<int32_t>(qd::kInfBits))),
+      hn::Set(di, 0x7F), EncodeElementsOf<false>(df, q, qb));
+  // The value of the (non-negative) code: 2^(e-7) * 1.m, or m * 2^-9.
+  const auto e = hn::ShiftRight<3>(code);
+  const auto m = hn::And(code, hn::Set(di, 7));
+  const auto normal =
+      hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
+                             hn::ShiftLeft<20>(m)));
+  const auto sub = hn::Mul(hn::ConvertTo(df, m), hn::Set(df, 0x1p-9f));
+  const auto as_float = [&](auto mask) { return hn::RebindMask(df, mask); };
+  auto value = hn::IfThenElse(as_float(hn::Eq(e, hn::Zero(di))), sub, normal);
+  value = hn::IfThenElse(as_float(hn::Eq(code, hn::Set(di, 0x7F))),
+                         hn::Set(df, NAN), value);
+  auto divisor = recip ? value : hn::Mul(value, vg);
+  *divisor_out = hn::IfThenElse(as_float(hn::Eq(code, hn::Zero(di))),
+                                hn::Set(df, INFINITY), divisor);
+  *code_out = code;
+}
+
 // nvfp4_ts* block scales from the block amax bits: codes[b] =
 // e4m3(amax_b / (6 * g)), or e4m3(amax_b * g' / 6) (recip), and the divisor
 // of block b's elements: s_b * g, or s_b (recip); +inf where s_b is 0, NaN
@@ -481,27 +513,10 @@ void BlockScalesSimd(int recip, const uint32_t* HWY_RESTRICT amax, int64_t n,
   for (; b + lanes <= n; b += lanes) {
     const auto a = hn::BitCast(
         df, hn::LoadU(di, reinterpret_cast<const int32_t*>(amax + b)));
-    const auto q =
-        recip ? hn::Div(hn::Mul(a, vg), hn::Set(df, 6.0f)) : hn::Div(a, six_g);
-    const auto qb = hn::BitCast(di, q);
-    const auto code = hn::IfThenElse(
-        hn::Gt(qb, hn::Set(di, static_cast<int32_t>(qd::kInfBits))),
-        hn::Set(di, 0x7F), EncodeElementsOf<false>(df, q, qb));
+    hn::Vec<DWI> code;
+    hn::Vec<DW> divisor;
+    TensorScaledBlockScales(df, a, recip, vg, six_g, &code, &divisor);
     hn::StoreU(hn::DemoteTo(d8, code), d8, codes + b);
-    // The value of the (non-negative) code: 2^(e-7) * 1.m, or m * 2^-9.
-    const auto e = hn::ShiftRight<3>(code);
-    const auto m = hn::And(code, hn::Set(di, 7));
-    const auto normal =
-        hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
-                               hn::ShiftLeft<20>(m)));
-    const auto sub = hn::Mul(hn::ConvertTo(df, m), hn::Set(df, 0x1p-9f));
-    const auto as_float = [&](auto mask) { return hn::RebindMask(df, mask); };
-    auto value = hn::IfThenElse(as_float(hn::Eq(e, hn::Zero(di))), sub, normal);
-    value = hn::IfThenElse(as_float(hn::Eq(code, hn::Set(di, 0x7F))),
-                           hn::Set(df, NAN), value);
-    auto divisor = recip ? value : hn::Mul(value, vg);
-    divisor = hn::IfThenElse(as_float(hn::Eq(code, hn::Zero(di))),
-                             hn::Set(df, INFINITY), divisor);
     hn::StoreU(divisor, df, divisors + b);
   }
   for (; b < n; ++b) {
@@ -580,6 +595,101 @@ void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
     for (; i < block; ++i) r = std::max(r, qd::Bits(p[i]) & qd::kAbsMask);
     amax[b] = std::max(amax[b], r);
   }
+}
+
+#if STRATA_QUANTIZE_512
+// The 16 block amaxes of four GroupMaxima4 results in order: lane 4u + k
+// is lane 4k of w[u] (block k of group u). Two two-source permutations and
+// a blend.
+HWY_INLINE VI SixteenMaxima(const VI w[4]) {
+  const __m512i low =
+      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i high =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512i a = _mm512_permutex2var_epi32(w[0].raw, low, w[1].raw);
+  const __m512i b = _mm512_permutex2var_epi32(w[2].raw, high, w[3].raw);
+  return VI{_mm512_mask_blend_epi32(0xFF00, a, b)};
+}
+#endif  // STRATA_QUANTIZE_512
+
+// nvfp4_ts* over `blocks` consecutive blocks of 16 values with tensor scale
+// g (g' where recip): the packed e2m1 codes (low nibble first) to values and
+// the e4m3 scale codes to scales, as BlockAbsMax, BlockScales, EncodeBlocks
+// and PackNibblePairs give them in turn. On AVX-512, 16 blocks at a time
+// through registers: their maxima in four reduction networks, their 16
+// scales in one vector (one division, as BlockScales spends on 16 blocks),
+// each block's divisor broadcast from it, the codes packed and stored with
+// the 16 scale bytes; the rows are read once, and neither the codes nor the
+// divisors touch memory. Elsewhere, and for the last blocks, the four
+// kernels a chunk at a time.
+template <bool kRecip>
+HWY_INLINE void QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
+                                            int64_t blocks, float g,
+                                            uint8_t* HWY_RESTRICT values,
+                                            uint8_t* HWY_RESTRICT scales) {
+  constexpr int64_t kBlock = 16;
+  const float pre = kRecip ? g : 1.0f;
+  int64_t b = 0;
+#if STRATA_QUANTIZE_512
+  {
+    const DF df;
+    const DI di;
+    const D8 d8;
+    const VI abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
+    const VF vg = hn::Set(df, g);
+    const VF six_g = hn::Set(df, 6.0f * g);
+    for (; b + 16 <= blocks; b += 16) {
+      const float* p = x + b * kBlock;
+      VF v[16];
+      VI w[4];  // Group k of w[u]: block 4u + k's amax bits.
+      for (int u = 0; u < 4; ++u) {
+        VI m[4];
+        for (int k = 0; k < 4; ++k) {
+          v[4 * u + k] = hn::LoadU(df, p + (4 * u + k) * kBlock);
+          m[k] = hn::And(hn::BitCast(di, v[4 * u + k]), abs_mask);
+        }
+        w[u] = GroupMaxima4(m);
+      }
+      VI code;  // Lane j: block j's scale code; divisor likewise.
+      VF divisor;
+      TensorScaledBlockScales(df, hn::BitCast(df, SixteenMaxima(w)), kRecip, vg,
+                              six_g, &code, &divisor);
+      hn::StoreU(hn::DemoteTo(d8, code), d8, scales + b);
+      for (int u = 0; u < 4; ++u) {
+        VI c[4];
+        for (int k = 0; k < 4; ++k) {
+          const VF block_divisor{
+              _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + k), divisor.raw)};
+          // x * 1 is x: where recip, always the product.
+          c[k] = EncodeLanes<true>(v[4 * u + k], kRecip, vg, block_divisor);
+        }
+        StoreNibbles4(c, values + (b + 4 * u) * (kBlock / 2));
+      }
+    }
+  }
+#endif
+  constexpr int64_t kChunk = 64;  // Blocks: 4 KiB of floats, in cache.
+  uint32_t amax[kChunk];
+  float divisors[kChunk];
+  uint8_t codes[kChunk * kBlock];
+  for (; b < blocks; b += kChunk) {
+    const int64_t n = std::min(kChunk, blocks - b);
+    std::fill(amax, amax + n, 0u);
+    BlockAbsMaxSimd(x + b * kBlock, n, kBlock, amax);
+    BlockScalesSimd(kRecip, amax, n, g, scales + b, divisors);
+    EncodeBlocksT<true>(x + b * kBlock, n, kBlock, pre, divisors, codes);
+    PackNibblePairsSimd(codes, n * kBlock, values + b * (kBlock / 2));
+  }
+}
+
+void QuantizeTensorScaledBlocksSimd(int recip, const float* HWY_RESTRICT x,
+                                    int64_t blocks, float g,
+                                    uint8_t* HWY_RESTRICT values,
+                                    uint8_t* HWY_RESTRICT scales) {
+  if (recip) {
+    return QuantizeTensorScaledBlocksT<true>(x, blocks, g, values, scales);
+  }
+  return QuantizeTensorScaledBlocksT<false>(x, blocks, g, values, scales);
 }
 
 // q8_0 and q4_0 (ggml's reference rows) for blocks of 32: the codes (int8,
@@ -816,6 +926,13 @@ void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
   HWY_DYNAMIC_DISPATCH(BlockScalesSimd)(recip, amax, n, g, codes, divisors);
 }
 HWY_EXPORT(QuantizeGgmlSimd);
+HWY_EXPORT(QuantizeTensorScaledBlocksSimd);
+
+void QuantizeTensorScaledBlocks(bool recip, const float* x, int64_t blocks,
+                                float g, uint8_t* values, uint8_t* scales) {
+  HWY_DYNAMIC_DISPATCH(QuantizeTensorScaledBlocksSimd)
+  (recip, x, blocks, g, values, scales);
+}
 
 void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
                   float pre, const float* divisors, uint8_t* codes) {

@@ -69,6 +69,14 @@ void BlockAbsMax(const float* x, int64_t blocks, int64_t block, uint32_t* amax);
 // s_b is 0 (x / inf is x's signed zero), NaN where s_b is NaN.
 void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
                  uint8_t* codes, float* divisors);
+// QuantizeTensorScaledBlocks: nvfp4_ts (nvfp4_ts_recip where recip) over
+// `blocks` consecutive blocks of 16 values of x, with tensor scale g (g'):
+// the packed e2m1 codes (low nibble first) to values[0 .. 8 * blocks) and the
+// e4m3 scale codes to scales[0 .. blocks), the bytes that BlockAbsMax,
+// BlockScales, EncodeBlocks (pre g' where recip) and PackNibblePairs give in
+// turn, in one pass.
+void QuantizeTensorScaledBlocks(bool recip, const float* x, int64_t blocks,
+                                float g, uint8_t* values, uint8_t* scales);
 // PackNibblePairs: out[p] = codes[2p] | codes[2p + 1] << 4 for p < n / 2,
 // codes below 16 (fp4 and uint4 codes two per byte, low nibble first).
 void PackNibblePairs(const uint8_t* codes, int64_t n, uint8_t* out);
