@@ -341,6 +341,16 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
     lengths.push_back(run.length);
   }
   std::vector<float> row_scales(runs.size());
+  // A row's scales: where each is one byte at its run's offset from the
+  // row's (e4m3, e8m0, directly composed), a lookup of the level's table
+  // in a loop that reloads nothing per run; LevelReader's general read
+  // otherwise.
+  std::vector<int64_t> scale_offsets(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    scale_offsets[r] = runs[r].scale_offset;
+  }
+  const bool byte_scales = direct && scale.bits() == 8;
+  const int64_t num_runs = static_cast<int64_t>(runs.size());
   const ops_internal::RowDecoding decoding{
       static_cast<ops_internal::CodeKind>(std::max(kind, 0)),
       write.kind() == 0 ? ops_internal::RunOutput::kFloat32
@@ -352,16 +362,25 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
       {std::move(out_access), std::move(code_access), std::move(s0_access)},
       {out_offset, codes.offset, 0}, [&](const std::array<int64_t, 3>& i) {
         if (simd) {
-          for (size_t r = 0; r < runs.size(); ++r) {
-            row_scales[r] =
-                scale(scale_base +
-                      (direct ? i[2] + runs[r].scale_offset
-                              : scales.placement(i[2] + runs[r].scale_offset)));
+          float* const row = row_scales.data();
+          const int64_t* const offsets = scale_offsets.data();
+          if (byte_scales) {
+            const uint8_t* const bytes = scale.data();
+            const float* const table = scale.table();
+            const int64_t base = scale_base + i[2];
+            for (int64_t r = 0; r < num_runs; ++r) {
+              row[r] = table[bytes[base + offsets[r]]];
+            }
+          } else {
+            for (int64_t r = 0; r < num_runs; ++r) {
+              row[r] = scale(scale_base +
+                             (direct ? i[2] + offsets[r]
+                                     : scales.placement(i[2] + offsets[r])));
+            }
           }
           return ops_internal::DequantizeRow(decoding, code.data(), i[1],
                                              write.data(), i[0], begins.data(),
-                                             lengths.data(), row_scales.data(),
-                                             static_cast<int64_t>(runs.size()));
+                                             lengths.data(), row, num_runs);
         }
         for (size_t r = 0; r < runs.size(); ++r) {
           placed[r].scale_offset =
