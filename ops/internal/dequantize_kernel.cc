@@ -295,6 +295,70 @@ HWY_INLINE int64_t MagnitudeTableRun(const RowDecoding& d,
   return done;
 }
 
+#if HWY_TARGET != HWY_SCALAR
+// Two adjacent runs of 16 fp4 codes (nvfp4's blocks) from `bytes` (an even
+// start), scales s0 and s1, through one table of 16 lanes: lanes 0-7 the
+// first run's scaled magnitudes, 8-15 the second's (NOTE [ fp4 through a
+// table of its magnitudes ], two runs per table where 16 float lanes hold
+// them: one table's arithmetic and one lookup per 16 values of both runs).
+// False, with nothing written, where the target has not 16 float lanes.
+template <int kOut, int kMode>
+HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
+                            const uint8_t* HWY_RESTRICT bytes, float s0,
+                            float s1, uint8_t* HWY_RESTRICT out, int64_t o) {
+  const hn::CappedTag<float, 16> df;
+  if (hn::Lanes(df) != 16) return false;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const auto lane = hn::Iota(di, 0);
+  const auto second = hn::Gt(lane, hn::Set(di, 7));  // The second run's lanes.
+  const auto scales = hn::IfThenElse(hn::RebindMask(df, second),
+                                     hn::Set(df, s1), hn::Set(df, s0));
+  const auto seven = hn::Set(di, 7);
+  const auto magnitudes =
+      Scale<kMode>(Decode<static_cast<int>(CodeKind::kE2M1FN)>(
+                       df, hn::And(lane, seven), d.table),
+                   scales, hn::Set(df, d.g));
+  hn::Vec<decltype(du)> table;
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    table = hn::BitCast(du, magnitudes);
+  } else {
+    table = BFloat16Bits(df, magnitudes);
+  }
+  // Byte j holds values 2j and 2j + 1: bytes 8-15 are the second run's.
+  const auto run_base = hn::IfThenElseZero(second, hn::Set(di, 8));
+  const auto b = hn::PromoteTo(di, hn::LoadU(d8, bytes));
+  const auto lo = hn::TableLookupLanes(
+      table, hn::IndicesFromVec(du, hn::Or(hn::And(b, seven), run_base)));
+  const auto hi = hn::TableLookupLanes(
+      table, hn::IndicesFromVec(
+                 du, hn::Or(hn::And(hn::ShiftRight<4>(b), seven), run_base)));
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    // Sign bits 3 and 7 of each byte to bit 31.
+    const auto lo_sign =
+        hn::BitCast(du, hn::ShiftLeft<28>(hn::And(b, hn::Set(di, 8))));
+    const auto hi_sign =
+        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+    hn::StoreInterleaved2(hn::BitCast(df, hn::Xor(lo, lo_sign)),
+                          hn::BitCast(df, hn::Xor(hi, hi_sign)), df,
+                          reinterpret_cast<float*>(out + 4 * o));
+  } else {
+    // Sign bits 3 and 7 to bit 15 of each half of the word.
+    const auto lo_sign =
+        hn::BitCast(du, hn::ShiftLeft<12>(hn::And(b, hn::Set(di, 8))));
+    const auto hi_sign =
+        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+    const auto words =
+        hn::Or(hn::Xor(lo, lo_sign), hn::Xor(hn::ShiftLeft<16>(hi), hi_sign));
+    const hn::Repartition<uint16_t, decltype(df)> dw16;
+    hn::StoreU(hn::BitCast(dw16, words), dw16,
+               reinterpret_cast<uint16_t*>(out + 2 * o));
+  }
+  return true;
+}
+#endif  // HWY_TARGET != HWY_SCALAR
+
 // Whether a run's bfloat16 can skip the NaN test (NOTE [ bfloat16 without
 // the NaN test, or without rounding ]): neither scale is a NaN, and the
 // table's NaNs round to themselves.
@@ -328,6 +392,23 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
                                 (dd::NaNRoundsToItself(d.table[0x7F]) &&
                                  dd::NaNRoundsToItself(d.table[0xFF]));
   for (int64_t r = 0; r < count; ++r) {
+#if HWY_TARGET != HWY_SCALAR
+    if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
+      // Two adjacent runs of 16 from an even code, both with scales that
+      // the table of magnitudes takes.
+      if (r + 1 < count && lengths[r] == 16 && lengths[r + 1] == 16 &&
+          begins[r + 1] == begins[r] + 16 &&
+          ((code_base + begins[r]) & 1) == 0 &&
+          SignSymmetric<kMode>(scales[r], d.g) &&
+          SignSymmetric<kMode>(scales[r + 1], d.g) &&
+          TwoRunsOf16<kOut, kMode>(d, codes + ((code_base + begins[r]) >> 1),
+                                   scales[r], scales[r + 1], out,
+                                   out_base + begins[r])) {
+        ++r;  // And the loop's: both runs are done.
+        continue;
+      }
+    }
+#endif
     const float s = scales[r];
     const auto vs = hn::Set(df, s);
     int64_t c = code_base + begins[r];
