@@ -234,6 +234,44 @@ HWY_INLINE bool SignSymmetric(float s, float g) {
   return finite_s && g - g == 0.0f && g != 0.0f;
 }
 
+// Stores the values of the fp4 codes in the bytes `b` (one byte a lane,
+// promoted): `lo` and `hi` are the table's (scaled, and for bfloat16 rounded)
+// magnitudes of their low and high nibbles, whose sign bits 3 and 7 are moved
+// onto them; lane j's two values go to output elements o + 2j and o + 2j + 1.
+template <int kOut, class DF>
+HWY_INLINE void StoreSignedMagnitudes(DF df, hn::Vec<hn::RebindToSigned<DF>> b,
+                                      hn::Vec<hn::RebindToUnsigned<DF>> lo,
+                                      hn::Vec<hn::RebindToUnsigned<DF>> hi,
+                                      uint8_t* HWY_RESTRICT out, int64_t o) {
+  const hn::RebindToSigned<DF> di;
+  const hn::RebindToUnsigned<DF> du;
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    // Sign bits 3 and 7 of each byte to bit 31.
+    const auto lo_sign =
+        hn::BitCast(du, hn::ShiftLeft<28>(hn::And(b, hn::Set(di, 8))));
+    const auto hi_sign =
+        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+    hn::StoreInterleaved2(hn::BitCast(df, hn::Xor(lo, lo_sign)),
+                          hn::BitCast(df, hn::Xor(hi, hi_sign)), df,
+                          reinterpret_cast<float*>(out + 4 * o));
+  } else {
+    // Sign bits 3 and 7 to bit 15 of each half of the word.
+    const auto lo_sign =
+        hn::BitCast(du, hn::ShiftLeft<12>(hn::And(b, hn::Set(di, 8))));
+    const auto hi_sign =
+        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
+    const auto words =
+        hn::Or(hn::Xor(lo, lo_sign), hn::Xor(hn::ShiftLeft<16>(hi), hi_sign));
+#if HWY_TARGET == HWY_SCALAR
+    (void)words;  // Not reached: the callers take 8 or 16 lanes.
+#else
+    const hn::Repartition<uint16_t, DF> dw16;
+    hn::StoreU(hn::BitCast(dw16, words), dw16,
+               reinterpret_cast<uint16_t*>(out + 2 * o));
+#endif
+  }
+}
+
 // The values of one run of fp4 codes from `bytes` (an even start), 16 at a
 // time; returns how many it wrote (a multiple of 16; the rest is the
 // caller's).
@@ -265,32 +303,7 @@ HWY_INLINE int64_t MagnitudeTableRun(const RowDecoding& d,
         hn::TableLookupLanes(table, hn::IndicesFromVec(du, hn::And(b, seven)));
     const auto hi = hn::TableLookupLanes(
         table, hn::IndicesFromVec(du, hn::And(hn::ShiftRight<4>(b), seven)));
-    if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
-      // Sign bits 3 and 7 of each byte to bit 31.
-      const auto lo_sign =
-          hn::BitCast(du, hn::ShiftLeft<28>(hn::And(b, hn::Set(di, 8))));
-      const auto hi_sign =
-          hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
-      hn::StoreInterleaved2(hn::BitCast(df, hn::Xor(lo, lo_sign)),
-                            hn::BitCast(df, hn::Xor(hi, hi_sign)), df,
-                            reinterpret_cast<float*>(out + 4 * (o + done)));
-    } else {
-      // Sign bits 3 and 7 to bit 15 of each half of the word.
-      const auto lo_sign =
-          hn::BitCast(du, hn::ShiftLeft<12>(hn::And(b, hn::Set(di, 8))));
-      const auto hi_sign =
-          hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
-      const auto words =
-          hn::Or(hn::Xor(lo, lo_sign), hn::Xor(hn::ShiftLeft<16>(hi), hi_sign));
-#if HWY_TARGET == HWY_SCALAR
-      (void)words;
-      return 0;
-#else
-      const hn::Repartition<uint16_t, decltype(df)> dw16;
-      hn::StoreU(hn::BitCast(dw16, words), dw16,
-                 reinterpret_cast<uint16_t*>(out + 2 * (o + done)));
-#endif
-    }
+    StoreSignedMagnitudes<kOut>(df, b, lo, hi, out, o + done);
   }
   return done;
 }
@@ -334,27 +347,7 @@ HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
   const auto hi = hn::TableLookupLanes(
       table, hn::IndicesFromVec(
                  du, hn::Or(hn::And(hn::ShiftRight<4>(b), seven), run_base)));
-  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
-    // Sign bits 3 and 7 of each byte to bit 31.
-    const auto lo_sign =
-        hn::BitCast(du, hn::ShiftLeft<28>(hn::And(b, hn::Set(di, 8))));
-    const auto hi_sign =
-        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
-    hn::StoreInterleaved2(hn::BitCast(df, hn::Xor(lo, lo_sign)),
-                          hn::BitCast(df, hn::Xor(hi, hi_sign)), df,
-                          reinterpret_cast<float*>(out + 4 * o));
-  } else {
-    // Sign bits 3 and 7 to bit 15 of each half of the word.
-    const auto lo_sign =
-        hn::BitCast(du, hn::ShiftLeft<12>(hn::And(b, hn::Set(di, 8))));
-    const auto hi_sign =
-        hn::BitCast(du, hn::ShiftLeft<24>(hn::And(b, hn::Set(di, 0x80))));
-    const auto words =
-        hn::Or(hn::Xor(lo, lo_sign), hn::Xor(hn::ShiftLeft<16>(hi), hi_sign));
-    const hn::Repartition<uint16_t, decltype(df)> dw16;
-    hn::StoreU(hn::BitCast(dw16, words), dw16,
-               reinterpret_cast<uint16_t*>(out + 2 * o));
-  }
+  StoreSignedMagnitudes<kOut>(df, b, lo, hi, out, o);
   return true;
 }
 #endif  // HWY_TARGET != HWY_SCALAR
