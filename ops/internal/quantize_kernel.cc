@@ -620,18 +620,18 @@ HWY_INLINE VI SixteenMaxima(const VI w[4]) {
 // scales in one vector (one division, as BlockScales spends on 16 blocks),
 // each block's divisor broadcast from it, the codes packed and stored with
 // the 16 scale bytes; the rows are read once, and neither the codes nor the
-// divisors touch memory. Elsewhere, and for the last blocks, the four
-// kernels a chunk at a time.
+// divisors touch memory. Returns how many blocks it did: a multiple of 16,
+// none where the target has no 512-bit vectors (QuantizeTensorScaledBlocks
+// does the rest through the four kernels).
 template <bool kRecip>
-HWY_INLINE void QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
-                                            int64_t blocks, float g,
-                                            uint8_t* HWY_RESTRICT values,
-                                            uint8_t* HWY_RESTRICT scales) {
-  constexpr int64_t kBlock = 16;
-  const float pre = kRecip ? g : 1.0f;
+HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
+                                               int64_t blocks, float g,
+                                               uint8_t* HWY_RESTRICT values,
+                                               uint8_t* HWY_RESTRICT scales) {
   int64_t b = 0;
 #if STRATA_QUANTIZE_512
   {
+    constexpr int64_t kBlock = 16;
     const DF df;
     const DI di;
     const D8 d8;
@@ -668,24 +668,13 @@ HWY_INLINE void QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
     }
   }
 #endif
-  constexpr int64_t kChunk = 64;  // Blocks: 4 KiB of floats, in cache.
-  uint32_t amax[kChunk];
-  float divisors[kChunk];
-  uint8_t codes[kChunk * kBlock];
-  for (; b < blocks; b += kChunk) {
-    const int64_t n = std::min(kChunk, blocks - b);
-    std::fill(amax, amax + n, 0u);
-    BlockAbsMaxSimd(x + b * kBlock, n, kBlock, amax);
-    BlockScalesSimd(kRecip, amax, n, g, scales + b, divisors);
-    EncodeBlocksT<true>(x + b * kBlock, n, kBlock, pre, divisors, codes);
-    PackNibblePairsSimd(codes, n * kBlock, values + b * (kBlock / 2));
-  }
+  return b;
 }
 
-void QuantizeTensorScaledBlocksSimd(int recip, const float* HWY_RESTRICT x,
-                                    int64_t blocks, float g,
-                                    uint8_t* HWY_RESTRICT values,
-                                    uint8_t* HWY_RESTRICT scales) {
+int64_t QuantizeTensorScaledBlocksSimd(int recip, const float* HWY_RESTRICT x,
+                                       int64_t blocks, float g,
+                                       uint8_t* HWY_RESTRICT values,
+                                       uint8_t* HWY_RESTRICT scales) {
   if (recip) {
     return QuantizeTensorScaledBlocksT<true>(x, blocks, g, values, scales);
   }
@@ -930,8 +919,26 @@ HWY_EXPORT(QuantizeTensorScaledBlocksSimd);
 
 void QuantizeTensorScaledBlocks(bool recip, const float* x, int64_t blocks,
                                 float g, uint8_t* values, uint8_t* scales) {
-  HWY_DYNAMIC_DISPATCH(QuantizeTensorScaledBlocksSimd)
-  (recip, x, blocks, g, values, scales);
+  const int64_t done = HWY_DYNAMIC_DISPATCH(QuantizeTensorScaledBlocksSimd)(
+      recip, x, blocks, g, values, scales);
+  // The rest, and every block where the target has no fused loop, through
+  // the four kernels a chunk at a time. Here, outside the SIMD code: the
+  // buffers are addressable arrays, which give a function an
+  // AddressSanitizer frame, and GCC aligns such a frame to 32 bytes only,
+  // where the SIMD code keeps 64-byte vectors.
+  constexpr int64_t kBlock = 16, kChunk = 64;  // 4 KiB of floats, in cache.
+  uint32_t amax[kChunk];
+  float divisors[kChunk];
+  uint8_t codes[kChunk * kBlock];
+  for (int64_t b = done; b < blocks; b += kChunk) {
+    const int64_t n = std::min(kChunk, blocks - b);
+    std::fill(amax, amax + n, 0u);
+    BlockAbsMax(x + b * kBlock, n, kBlock, amax);
+    BlockScales(recip, amax, n, g, scales + b, divisors);
+    EncodeBlocks(true, x + b * kBlock, n, kBlock, recip ? g : 1.0f, divisors,
+                 codes);
+    PackNibblePairs(codes, n * kBlock, values + b * (kBlock / 2));
+  }
 }
 
 void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
