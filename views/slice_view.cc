@@ -8,7 +8,6 @@
 
 #include "absl/base/attributes.h"
 #include "absl/base/optimization.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -87,6 +86,38 @@ absl::StatusOr<Tensor> SliceByComposition(const Tensor& tensor, int64_t dim,
 
 }  // namespace views_internal
 
+// Writes the draft's L_0, and S_0 where the source has levels, as the
+// source's tuples with leaf `leaf` of each replaced by extent:l_stride and
+// extent:s_stride (S_0 has L_0's shape); the bounds are taken where given
+// (twin_bounds S_0's), computed otherwise.
+static absl::Status WriteWithLeafReplaced(
+    const Representation& rep, int leaf, int64_t extent, int64_t l_stride,
+    int64_t s_stride, const LayoutAssembler::DerivedBounds* bounds,
+    const LayoutAssembler::DerivedBounds* twin_bounds,
+    Representation::ViewDraft* draft) {
+  const Layout& l0 = rep.subtensor(0).placement;
+  const int num_leaves = l0.shape().num_leaves();
+  const int64_t* const l0_extents = l0.shape().leaves().data();
+  layout_internal::SmallVector<int64_t, 8> extents, strides;
+  extents.assign(l0_extents, l0_extents + num_leaves);
+  extents[leaf] = extent;
+  const auto leaves = [&](const layout_internal::SmallVector<int64_t, 8>& v) {
+    return absl::MakeConstSpan(v.data(), v.size());
+  };
+  strides.assign(l0.stride().leaves().data(),
+                 l0.stride().leaves().data() + num_leaves);
+  strides[leaf] = l_stride;
+  STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
+      l0, leaves(extents), leaves(strides), &draft->placement(0), bounds));
+  if (rep.num_levels() == 1) return absl::OkStatus();
+  const Layout& s0 = rep.adjacent_layouts()[0];
+  strides.assign(s0.stride().leaves().data(),
+                 s0.stride().leaves().data() + num_leaves);
+  strides[leaf] = s_stride;
+  return LayoutAssembler::WithLeaves(s0, leaves(extents), leaves(strides),
+                                     &draft->adjacent(0), twin_bounds);
+}
+
 // NOTE [ Slices by whole steps of a mode's last leaf ]
 // A hierarchical mode (e_0, ..., e_k):(d_0, ..., d_k) decodes its coordinate
 // x colexicographically, so the range [a * P, (a + c) * P) for P = e_0 * ...
@@ -110,27 +141,22 @@ static std::optional<absl::StatusOr<Tensor>> SliceByWholeSteps(
     return std::nullopt;
   }
   const int64_t unit = start / inner;  // < e_k: unit * d_k is reachable.
-  absl::InlinedVector<int64_t, 8> new_extents(extents.begin(), extents.end());
-  new_extents[last] = count / inner;
   Representation::ViewDraft draft(rep);
   if (!CheckedAdd(rep.subtensor(0).offset, unit * l0.stride().leaves()[last],
                   &draft.offset(0))) {
     return absl::StatusOr<Tensor>(ValueError("Slice: offset overflows"));
   }
-  if (absl::Status s = LayoutAssembler::WithLeaves(
-          l0, new_extents, l0.stride().leaves(), &draft.placement(0));
+  const bool levels = rep.num_levels() > 1;
+  const int64_t s_stride =
+      levels ? rep.adjacent_layouts()[0].stride().leaves()[last] : 0;
+  if (absl::Status s = WriteWithLeafReplaced(
+          rep, last, count / inner, l0.stride().leaves()[last], s_stride,
+          nullptr, nullptr, &draft);
       !s.ok()) {
     return absl::StatusOr<Tensor>(s);  // Not reached: a box of a valid layout.
   }
-  if (rep.num_levels() > 1) {
-    const Layout& s0 = rep.adjacent_layouts()[0];
-    if (absl::Status s = LayoutAssembler::WithLeaves(
-            s0, new_extents, s0.stride().leaves(), &draft.adjacent(0));
-        !s.ok()) {
-      return absl::StatusOr<Tensor>(s);
-    }
-    const absl::Status narrowed =
-        NarrowLevels(rep, unit * s0.stride().leaves()[last], &draft);
+  if (levels) {
+    const absl::Status narrowed = NarrowLevels(rep, unit * s_stride, &draft);
     if (!narrowed.ok()) return absl::StatusOr<Tensor>(narrowed);
   }
   return absl::StatusOr<Tensor>(
@@ -207,19 +233,9 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
       shifted(l0, l_stride, &bounds.max_index, &bounds.min_index);
       return OneLevelFlatTensor(rep, offset, n, extents, strides, bounds);
     }
-    // Every leaf kept but the mode's, which becomes count:(step * stride):
-    // the source's tuples with new leaves, in L_0 and S_0 (which has L_0's
-    // shape).
+    // Every leaf kept but the mode's, which becomes count:(step * stride).
     Representation::ViewDraft draft(rep);
     const Layout* s0 = levels ? &rep.adjacent_layouts()[0] : nullptr;
-    const int num_leaves = l0.shape().num_leaves();
-    const int64_t* const l0_extents = l0.shape().leaves().data();
-    layout_internal::SmallVector<int64_t, 8> extents, strides;
-    extents.assign(l0_extents, l0_extents + num_leaves);
-    extents[leaf] = count;
-    strides.assign(l0.stride().leaves().data(),
-                   l0.stride().leaves().data() + num_leaves);
-    strides[leaf] = l_stride;
     LayoutAssembler::DerivedBounds bounds = {0, 0, 0};
     LayoutAssembler::DerivedBounds twin_bounds = {0, 0, 0};
     if (!empty) {
@@ -231,19 +247,9 @@ static absl::StatusOr<Tensor> SliceImpl(const Tensor& tensor, int64_t dim,
     }
     // Not failing: an empty source's bounds are computed, and every part of
     // them is at most the validated source's.
-    STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
-        l0, absl::MakeConstSpan(extents.data(), extents.size()),
-        absl::MakeConstSpan(strides.data(), strides.size()),
-        &draft.placement(0), empty ? nullptr : &bounds));
-    if (levels) {
-      strides.assign(s0->stride().leaves().data(),
-                     s0->stride().leaves().data() + num_leaves);
-      strides[leaf] = s_stride;
-      STRATA_RETURN_IF_ERROR(LayoutAssembler::WithLeaves(
-          *s0, absl::MakeConstSpan(extents.data(), extents.size()),
-          absl::MakeConstSpan(strides.data(), strides.size()),
-          &draft.adjacent(0), empty ? nullptr : &twin_bounds));
-    }
+    STRATA_RETURN_IF_ERROR(WriteWithLeafReplaced(
+        rep, leaf, count, l_stride, s_stride, empty ? nullptr : &bounds,
+        empty ? nullptr : &twin_bounds, &draft));
     draft.offset(0) = offset;
     if (levels) {
       const int64_t s_base = start * s0->stride().leaves()[leaf];
