@@ -310,31 +310,25 @@ class ModeIndex {
 inline std::optional<int64_t> SpecsSize(const Layout& layout,
                                         const ModeIndex& modes,
                                         absl::Span<const ModeSpec> specs) {
-  const bool source_empty = layout.size() == 0;
-  if (!source_empty) {
-    // The common case: only the new modes multiply.
-    int64_t size = layout.size();
-    bool empty = false;
-    for (const ModeSpec& m : specs) {
-      if (m.source >= 0) continue;
-      if (m.extent == 0) {
-        empty = true;
-      } else if (__builtin_mul_overflow(size, m.extent, &size)) {
-        return std::nullopt;
-      }
-    }
-    return empty ? 0 : size;
-  }
-  const auto extents = layout.shape().leaves();
   LeafProduct product;
-  // An empty source: every leaf of the kept modes counts too (NOTE
-  // [ Layout bounds ]).
-  for (const ModeSpec& m : specs) {
-    if (m.source < 0) {
-      product.Multiply(m.extent);
-    } else {
-      for (int k = modes.leaf(m.source); k < modes.leaf(m.source + 1); ++k)
-        product.Multiply(extents[k]);
+  if (layout.size() > 0) {
+    // The common case: the kept modes' product is the source's size, and
+    // only the new modes multiply it.
+    product.Multiply(layout.size());
+    for (const ModeSpec& m : specs) {
+      if (m.source < 0) product.Multiply(m.extent);
+    }
+  } else {
+    // An empty source: every leaf of the kept modes counts too (NOTE
+    // [ Layout bounds ]).
+    const auto extents = layout.shape().leaves();
+    for (const ModeSpec& m : specs) {
+      if (m.source < 0) {
+        product.Multiply(m.extent);
+      } else {
+        for (int k = modes.leaf(m.source); k < modes.leaf(m.source + 1); ++k)
+          product.Multiply(extents[k]);
+      }
     }
   }
   if (product.overflows()) return std::nullopt;
