@@ -335,20 +335,17 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
                    : &code_dtype == dtypes::UInt4()        ? 3
                                                            : -1;
   const bool simd = kind >= 0 && (write.kind() == 0 || write.kind() == 1);
-  std::vector<int64_t> begins, lengths;
+  std::vector<int64_t> begins, lengths, scale_offsets;
   for (const ScaleRun& run : runs) {
     begins.push_back(run.begin);
     lengths.push_back(run.length);
+    scale_offsets.push_back(run.scale_offset);
   }
   std::vector<float> row_scales(runs.size());
   // A row's scales: where each is one byte at its run's offset from the
   // row's (e4m3, e8m0, directly composed), a lookup of the level's table
   // in a loop that reloads nothing per run; LevelReader's general read
   // otherwise.
-  std::vector<int64_t> scale_offsets(runs.size());
-  for (size_t r = 0; r < runs.size(); ++r) {
-    scale_offsets[r] = runs[r].scale_offset;
-  }
   const bool byte_scales = direct && scale.bits() == 8;
   const int64_t num_runs = static_cast<int64_t>(runs.size());
   const ops_internal::RowDecoding decoding{
