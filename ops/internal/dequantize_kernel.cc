@@ -272,6 +272,23 @@ HWY_INLINE void StoreSignedMagnitudes(DF df, hn::Vec<hn::RebindToSigned<DF>> b,
   }
 }
 
+// A table of fp4 magnitudes: lane i holds magnitude i % 8 times lane i of
+// `scales` (then x g or / g), as bfloat16 bits where asked.
+template <int kOut, int kMode, class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> ScaledMagnitudes(
+    DF df, const RowDecoding& d, hn::Vec<DF> scales) {
+  const hn::RebindToSigned<DF> di;
+  const auto magnitudes =
+      Scale<kMode>(Decode<static_cast<int>(CodeKind::kE2M1FN)>(
+                       df, hn::And(hn::Iota(di, 0), hn::Set(di, 7)), d.table),
+                   scales, hn::Set(df, d.g));
+  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
+    return hn::BitCast(hn::RebindToUnsigned<DF>(), magnitudes);
+  } else {
+    return BFloat16Bits(df, magnitudes);
+  }
+}
+
 // The values of one run of fp4 codes from `bytes` (an even start), 16 at a
 // time; returns how many it wrote (a multiple of 16; the rest is the
 // caller's).
@@ -286,15 +303,7 @@ HWY_INLINE int64_t MagnitudeTableRun(const RowDecoding& d,
   const hn::RebindToUnsigned<decltype(df)> du;
   const hn::Rebind<uint8_t, decltype(df)> d8;
   // Codes 0..7 are the magnitudes; scaled, and as bfloat16 where asked.
-  const auto magnitudes = Scale<kMode>(
-      Decode<static_cast<int>(CodeKind::kE2M1FN)>(df, hn::Iota(di, 0), d.table),
-      hn::Set(df, s), hn::Set(df, d.g));
-  hn::Vec<decltype(du)> table;
-  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
-    table = hn::BitCast(du, magnitudes);
-  } else {
-    table = BFloat16Bits(df, magnitudes);
-  }
+  const auto table = ScaledMagnitudes<kOut, kMode>(df, d, hn::Set(df, s));
   const auto seven = hn::Set(di, 7);
   int64_t done = 0;
   for (; n - done >= 16; done += 16) {
@@ -329,16 +338,7 @@ HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
   const auto scales = hn::IfThenElse(hn::RebindMask(df, second),
                                      hn::Set(df, s1), hn::Set(df, s0));
   const auto seven = hn::Set(di, 7);
-  const auto magnitudes =
-      Scale<kMode>(Decode<static_cast<int>(CodeKind::kE2M1FN)>(
-                       df, hn::And(lane, seven), d.table),
-                   scales, hn::Set(df, d.g));
-  hn::Vec<decltype(du)> table;
-  if constexpr (kOut == static_cast<int>(RunOutput::kFloat32)) {
-    table = hn::BitCast(du, magnitudes);
-  } else {
-    table = BFloat16Bits(df, magnitudes);
-  }
+  const auto table = ScaledMagnitudes<kOut, kMode>(df, d, scales);
   // Byte j holds values 2j and 2j + 1: bytes 8-15 are the second run's.
   const auto run_base = hn::IfThenElseZero(second, hn::Set(di, 8));
   const auto b = hn::PromoteTo(di, hn::LoadU(d8, bytes));
