@@ -113,6 +113,19 @@ HWY_INLINE VI GroupMaxima4(const VI m[4]) {
   return hn::Max(w, hn::Shuffle2301(w));
 }
 
+// The 16 block amaxes of four GroupMaxima4 results in order: lane 4u + k
+// is lane 4k of w[u] (block k of group u). Two two-source permutations and
+// a blend.
+HWY_INLINE VI SixteenMaxima(const VI w[4]) {
+  const __m512i low =
+      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m512i high =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
+  const __m512i a = _mm512_permutex2var_epi32(w[0].raw, low, w[1].raw);
+  const __m512i b = _mm512_permutex2var_epi32(w[2].raw, high, w[3].raw);
+  return VI{_mm512_mask_blend_epi32(0xFF00, a, b)};
+}
+
 // 128-bit group g of v in every group (the shuffle takes an immediate).
 HWY_INLINE VF BroadcastGroup(VF v, int g) {
   const __m512 r = v.raw;
@@ -154,6 +167,30 @@ HWY_INLINE void StoreNibbles4(const VI c[4], uint8_t* HWY_RESTRICT out) {
       _mm512_castsi512_si256(_mm512_permutexvar_epi32(order, bytes)));
 }
 #endif  // STRATA_QUANTIZE_512
+
+// nvfp4 block scales of the amax bits w, lane by lane: *code = amax / 6 to
+// nearest even e4m3 (saturating), 0x7F where amax is not finite, and *s its
+// value; a zero scale divides by +inf (every element a zero).
+HWY_INLINE void NVFP4Scales(VI w, VI* code, VF* s) {
+  const DF df;
+  const DI di;
+  const VI c = EncodeElements<false>(
+      hn::Div(hn::BitCast(df, w), hn::Set(df, 6.0f)), hn::Zero(di));
+  const VI e = hn::ShiftRight<3>(c);
+  const VI mant = hn::And(c, hn::Set(di, 7));
+  const VF normal =
+      hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
+                             hn::ShiftLeft<20>(mant)));
+  const VF sub = hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 0x1p-9f));
+  const VF value =
+      hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub, normal);
+  *s = hn::IfThenElse(hn::RebindMask(df, hn::Eq(c, hn::Zero(di))),
+                      hn::Set(df, std::numeric_limits<float>::infinity()),
+                      value);
+  const auto nonfinite =
+      hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
+  *code = hn::IfThenElse(nonfinite, hn::Set(di, 0x7F), c);
+}
 
 #if HWY_TARGET != HWY_SCALAR
 // Stores the fp4 codes of one block (kV vectors, low nibble first), or its
@@ -225,6 +262,38 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         }
       }
     }
+#if STRATA_QUANTIZE_512
+    if constexpr (kNV && kG == 4 && kU == 4) {
+      // nvfp4's 16 blocks share one vector of scale arithmetic (lane j:
+      // block blk + j), where four vectors each used 4 lanes of 16; each
+      // block's scale is then broadcast from it, as BroadcastGroup did.
+      VI w[kU];
+      for (int u = 0; u < kU; ++u) w[u] = GroupMaxima4(m[u]);
+      VI code16;
+      VF s16;
+      NVFP4Scales(SixteenMaxima(w), &code16, &s16);
+      for (int u = 0; u < kU; ++u) {
+        VI codes[kG];
+        for (int g = 0; g < kG; ++g) {
+          const VF sg{
+              _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + g), s16.raw)};
+          const VF a = hn::BitCast(df, hn::And(bits[u][g][0], abs_mask));
+          codes[g] = EncodeElements<kFP4>(hn::Div(a, sg), bits[u][g][0]);
+        }
+        StoreNibbles4(codes, values + (blk + u * kG) * kValueBytes);
+      }
+      hn::StoreU(hn::DemoteTo(d8, code16), d8, scales + blk);
+      // The codes of a block with a NaN or infinite scale (after the stores).
+      if (!hn::AllFalse(di, hn::Eq(code16, hn::Set(di, 0x7F)))) {
+        for (int j = 0; j < 16; ++j) {
+          if (scales[blk + j] == 0x7F) {
+            std::memset(values + (blk + j) * kValueBytes, 0, kValueBytes);
+          }
+        }
+      }
+      continue;
+    }
+#endif
     VI code[kU];
     VF s[kU];
     for (int u = 0; u < kU; ++u) {
@@ -241,31 +310,16 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         w = hn::Max(w, hn::Shuffle1032(w));
         w = hn::Max(w, hn::Shuffle2301(w));
       }
-      const auto nonfinite =
-          hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
       if (kNV) {
-        // amax / 6 to nearest even e4m3 (saturating), and its value; a zero
-        // scale divides by +inf (every element a zero).
-        code[u] = EncodeElements<false>(
-            hn::Div(hn::BitCast(df, w), hn::Set(df, 6.0f)), hn::Zero(di));
-        const VI e = hn::ShiftRight<3>(code[u]);
-        const VI mant = hn::And(code[u], hn::Set(di, 7));
-        const VF normal = hn::BitCast(
-            df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
-                       hn::ShiftLeft<20>(mant)));
-        const VF sub = hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 0x1p-9f));
-        s[u] = hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub,
-                              normal);
-        s[u] = hn::IfThenElse(
-            hn::RebindMask(df, hn::Eq(code[u], hn::Zero(di))),
-            hn::Set(df, std::numeric_limits<float>::infinity()), s[u]);
-        code[u] = hn::IfThenElse(nonfinite, hn::Set(di, 0x7F), code[u]);
+        NVFP4Scales(w, &code[u], &s[u]);
       } else {
         // max(E(amax) - emax, 0), and 2^-X = bits (254 - code) << 23.
         code[u] = hn::Max(hn::Sub(hn::ShiftRight<23>(w), hn::Set(di, kEmax)),
                           hn::Zero(di));
         s[u] = hn::BitCast(
             df, hn::ShiftLeft<23>(hn::Sub(hn::Set(di, 254), code[u])));
+        const auto nonfinite =
+            hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
         code[u] = hn::IfThenElse(nonfinite, hn::Set(di, 0xFF), code[u]);
       }
     }
@@ -596,21 +650,6 @@ void BlockAbsMaxSimd(const float* HWY_RESTRICT x, int64_t blocks, int64_t block,
     amax[b] = std::max(amax[b], r);
   }
 }
-
-#if STRATA_QUANTIZE_512
-// The 16 block amaxes of four GroupMaxima4 results in order: lane 4u + k
-// is lane 4k of w[u] (block k of group u). Two two-source permutations and
-// a blend.
-HWY_INLINE VI SixteenMaxima(const VI w[4]) {
-  const __m512i low =
-      _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512i high =
-      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 8, 12, 16, 20, 24, 28);
-  const __m512i a = _mm512_permutex2var_epi32(w[0].raw, low, w[1].raw);
-  const __m512i b = _mm512_permutex2var_epi32(w[2].raw, high, w[3].raw);
-  return VI{_mm512_mask_blend_epi32(0xFF00, a, b)};
-}
-#endif  // STRATA_QUANTIZE_512
 
 // nvfp4_ts* over `blocks` consecutive blocks of 16 values with tensor scale
 // g (g' where recip): the packed e2m1 codes (low nibble first) to values and
