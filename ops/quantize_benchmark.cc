@@ -3,6 +3,13 @@
 // scale layouts, reported as bytes of input read per second, next to memcpy of
 // the same 64 MiB in the same run. The kernel is chosen at run time
 // (Highway), so -march=native is not needed.
+//
+// BM_QuantizeInCache does the same on a 32x4096 source (512 KiB, which the
+// L2 of current server cores holds with the output), next to BM_MemcpyInCache
+// of the same bytes: the kernel's arithmetic alone, without the memory. A
+// kernel whose in-cache ratio is well under its 64 MiB one is compute bound
+// here, and will fall further behind memcpy on a machine with faster memory
+// (tools/bench_report.py pairs each InCache row with the InCache memcpy).
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -26,6 +33,20 @@ const bool kContextAdded = [] {
 }();
 
 constexpr int64_t kN = 4096;
+constexpr int64_t kInCacheRows = 32;
+constexpr int64_t kInCacheCols = kN;
+
+// A rows x cols row-major float32 Tensor of the benchmark's values.
+Tensor MakeSource(int64_t rows, int64_t cols) {
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), rows * cols);
+  auto* f = static_cast<float*>(carrier->mutable_data());
+  for (int64_t i = 0; i < rows * cols; ++i)
+    f[i] = std::sin(0.001f * i) * (1 + i % 97);
+  const std::string layout = "(" + std::to_string(rows) + "," +
+                             std::to_string(cols) + "):(" +
+                             std::to_string(cols) + ",1)";
+  return *Tensor::Create(carrier, 0, *ParseLayout(layout));
+}
 
 // One source for every benchmark of the binary: every format reads the same
 // pages (a source made per benchmark took whichever mapping was spare at the
@@ -33,37 +54,54 @@ constexpr int64_t kN = 4096;
 // benchmark still differs by up to 2x between runs, later benchmarks of a
 // run more often, with the same profile (every kernel slower alike).
 const Tensor& Source() {
-  static const Tensor* const source = [] {
-    auto carrier = *HostCarrier::Create(*dtypes::Float32(), kN * kN);
-    auto* f = static_cast<float*>(carrier->mutable_data());
-    for (int64_t i = 0; i < kN * kN; ++i)
-      f[i] = std::sin(0.001f * i) * (1 + i % 97);
-    return new Tensor(
-        *Tensor::Create(carrier, 0, *ParseLayout("(4096,4096):(4096,1)")));
-  }();
+  static const Tensor* const source = new Tensor(MakeSource(kN, kN));
   return *source;
 }
 
-void BM_Memcpy64MiB(benchmark::State& state) {
-  std::vector<float> a(kN * kN, 1.0f), b(kN * kN);
+const Tensor& InCacheSource() {
+  static const Tensor* const source =
+      new Tensor(MakeSource(kInCacheRows, kInCacheCols));
+  return *source;
+}
+
+void Memcpy(benchmark::State& state, int64_t n) {
+  std::vector<float> a(n, 1.0f), b(n);
   for (auto _ : state) {
     std::memcpy(b.data(), a.data(), a.size() * 4);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * kN * kN * 4);
+  state.SetBytesProcessed(state.iterations() * n * 4);
 }
+
+void BM_Memcpy64MiB(benchmark::State& state) { Memcpy(state, kN * kN); }
 BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
 
-void BM_Quantize(benchmark::State& state, const CompoundDType* format,
-                 ScaleLayout layout, int64_t blocked_dim = 1) {
-  const Tensor& src = Source();
+void BM_MemcpyInCache(benchmark::State& state) {
+  Memcpy(state, kInCacheRows * kInCacheCols);
+}
+BENCHMARK(BM_MemcpyInCache)->Unit(benchmark::kMicrosecond);
+
+void Quantize(benchmark::State& state, const Tensor& src,
+              const CompoundDType* format, ScaleLayout layout,
+              int64_t blocked_dim) {
   for (auto _ : state) {
     auto q = QuantizeBlockScaled(src, *format, blocked_dim, layout);
     if (!q.ok()) state.SkipWithError(std::string(q.status().message()).c_str());
     benchmark::DoNotOptimize(q);
   }
-  state.SetBytesProcessed(state.iterations() * kN * kN * 4);
+  state.SetBytesProcessed(state.iterations() * src.size() * 4);
 }
+
+void BM_Quantize(benchmark::State& state, const CompoundDType* format,
+                 ScaleLayout layout, int64_t blocked_dim = 1) {
+  Quantize(state, Source(), format, layout, blocked_dim);
+}
+
+void BM_QuantizeInCache(benchmark::State& state, const CompoundDType* format,
+                        ScaleLayout layout, int64_t blocked_dim = 1) {
+  Quantize(state, InCacheSource(), format, layout, blocked_dim);
+}
+
 // The names are BM_Quantize/FORMAT/LAYOUT, without spaces.
 // clang-format off
 BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3/row_major, dtypes::MXFP8E4M3(),
@@ -103,6 +141,43 @@ BENCHMARK_CAPTURE(BM_Quantize, q8_0/row_major, dtypes::Q8_0(),
 BENCHMARK_CAPTURE(BM_Quantize, q4_0/row_major, dtypes::Q4_0(),
                   ScaleLayout::kRowMajor,
                   kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
+// The same in cache.
+BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp8_e4m3/row_major, dtypes::MXFP8E4M3(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp8_e4m3/swizzled_128x4, dtypes::MXFP8E4M3(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp4/row_major, dtypes::MXFP4(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp4/swizzled_128x4, dtypes::MXFP4(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4/row_major, dtypes::NVFP4(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4/swizzled_128x4, dtypes::NVFP4(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts/row_major, dtypes::NVFP4TS(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts/swizzled_128x4, dtypes::NVFP4TS(),
+                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts_recip/row_major, dtypes::NVFP4TSRecip(),
+                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_tensorwise/row_major,
+                  dtypes::FP8E4M3Tensorwise(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_rowwise/row_major,
+                  dtypes::FP8E4M3Rowwise(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_block1x128/row_major,
+                  dtypes::FP8E4M3Block1x128(), ScaleLayout::kRowMajor,
+                  1)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_block128x128/row_major,
+                  dtypes::FP8E4M3Block128x128(), ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, q8_0/row_major, dtypes::Q8_0(),
+                  ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_QuantizeInCache, q4_0/row_major, dtypes::Q4_0(),
+                  ScaleLayout::kRowMajor,
+                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
 // clang-format on
 
 }  // namespace

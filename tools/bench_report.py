@@ -8,7 +8,9 @@ Merge (tools/bench.sh calls it):
   reference:
     * throughput benchmarks (bytes_per_second) against the Memcpy benchmark of
       the same binary: ratio = rate / memcpy rate, printed beside memcpy's own
-      bandwidth and the SIMD target the binary's kernels dispatched to;
+      bandwidth and the SIMD target the binary's kernels dispatched to (a
+      benchmark named ...InCache... against the binary's InCache memcpy: its
+      arithmetic alone, the ratio a machine with faster memory would show);
     * peer pairs named .../strata and .../torch: ratio = torch time / Strata
       time (how many times faster Strata is).
   The table starts with the processor. SUMMARY_JSON (default: summary.json
@@ -69,12 +71,19 @@ def merge(raw_dir, out_json, out_md, summary_json=None):
             if b.get("aggregate_name") == "median" or (
                     b.get("run_type") == "iteration" and b.get("repetitions", 1) == 1):
                 medians.setdefault(b["run_name"], b)
-        memcpy = next((m for n, m in medians.items() if "Memcpy" in n), None)
+        # A benchmark named ...InCache... is measured against the memcpy of
+        # the same name part (BM_MemcpyInCache), every other against the
+        # binary's first other memcpy.
+        memcpys = [(n, m) for n, m in medians.items() if "Memcpy" in n]
         for name, m in medians.items():
+            in_cache = "InCache" in name
+            memcpy = next((c for n, c in memcpys if ("InCache" in n) == in_cache),
+                          None)
             entry = {"real_time": m["real_time"], "time_unit": m["time_unit"],
                      "simd_target": simd}
             ratio = ""
-            if "bytes_per_second" in m and memcpy and m is not memcpy:
+            if ("bytes_per_second" in m and memcpy and
+                    not any(m is c for _, c in memcpys)):
                 value = m["bytes_per_second"] / memcpy["bytes_per_second"]
                 ratio = "%.2f x memcpy (%.1f GB/s)" % (
                     value, memcpy["bytes_per_second"] / 1e9)
