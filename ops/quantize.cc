@@ -16,6 +16,9 @@
 #include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
+#include "layout/algebra.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
 #include "ops/internal/checks.h"
 #include "ops/internal/iterate.h"
 #include "ops/internal/quantize_chunk.h"
@@ -96,6 +99,24 @@ const float* RowMajorFloats(const Tensor& src, absl::Span<const Layout> modes,
   if (rank == 0) {  // A scalar: its one value.
     copy->assign(1, source.Load(src.offset()));
     return copy->data();
+  }
+  if (in == dtypes::Float32()) {
+    // Each mode one run (coalesced to a leaf) whose stride is the product of
+    // the extents after it: its own row-major array, known in O(rank) where
+    // the tables below cost O(rows + columns) (a seventh of quantizing a
+    // 32x4096 source in cache into fp8 1x128). Modes of extent 1 take any
+    // stride.
+    int64_t stride = 1;  // No product overflows: at most the source's size.
+    bool row_major = true;
+    for (int j = rank - 1; row_major && j >= 0; --j) {
+      const Layout mode = Coalesce(modes[j]);
+      if (mode.size() == 1) continue;
+      row_major = mode.shape().is_leaf() && mode.stride().value() == stride;
+      stride *= mode.size();
+    }
+    if (row_major) {
+      return static_cast<const float*>(src.carrier()->data()) + src.offset();
+    }
   }
   const std::vector<int64_t> outer = RowMajorOffsets(modes, 0, rank - 1);
   const std::vector<int64_t> inner = RowMajorOffsets(modes, rank - 1, rank);

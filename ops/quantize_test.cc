@@ -1081,5 +1081,63 @@ TEST(QuantizeTest, StridedAndHalfSourcesGiveTheContiguousBytes) {
   }
 }
 
+TEST(QuantizeTest, FamilySourcesInAnyLayoutGiveTheRowMajorBytes) {
+  // The family quantizes a source that is its own row-major array in place
+  // (each mode one run, found in O(rank)) and copies any other: row-major
+  // layouts with hierarchical or extent-1 modes, and layouts that are not
+  // row-major, give the bytes of the flat row-major source of the same
+  // logical values.
+  const int64_t rows = 130, cols = 256;
+  const std::vector<float> v = AdversarialValues(rows * cols, 11, false);
+  // Logical (r, c) at L(r + c * rows), a rank-2 colexicographic coordinate
+  // (L(c * rows + r) past a leading extent-1 mode).
+  const auto in_layout = [&](const std::string& text) {
+    const Layout layout = *ParseLayout(text);
+    auto carrier = *HostCarrier::Create(*dtypes::Float32(), layout.cosize());
+    auto* f = static_cast<float*>(carrier->mutable_data());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t c = 0; c < cols; ++c)
+        f[layout(r + c * rows)] = v[r * cols + c];
+    }
+    return *Tensor::Create(carrier, 0, layout);
+  };
+  const Tensor flat = in_layout("(130,256):(256,1)");
+  const std::vector<std::string> others = {
+      "((65,2),256):((256,16640),1)",  // Row-major, a hierarchical row mode.
+      "(130,(16,16)):(256,(1,16))",    // Row-major, a hierarchical last mode.
+      "(1,130,256):(7,256,1)",         // Row-major past an extent-1 mode.
+      "((2,65),256):((16640,256),1)",  // Rows out of order: copied.
+      "(130,(16,16)):(256,(16,1))",    // Columns out of order: copied.
+      "(130,256):(1,130)",             // Transposed: copied.
+      "(130,256):(512,1)",             // Rows apart: copied.
+  };
+  for (const CompoundDType* format :
+       {dtypes::FP8E4M3Tensorwise(), dtypes::FP8E4M3Rowwise(),
+        dtypes::FP8E4M3Block1x128(), dtypes::FP8E4M3Block128x128(),
+        dtypes::FP8E4M3Block128x128UE8M0(), dtypes::NVFP4TS(),
+        dtypes::NVFP4TSRecip(), dtypes::Q8_0(), dtypes::Q4_0()}) {
+    const bool one_d = format == dtypes::FP8E4M3Block1x128() ||
+                       format == dtypes::NVFP4TS() ||
+                       format == dtypes::NVFP4TSRecip();
+    const auto quantize = [&](const Tensor& src) {
+      const int64_t last = static_cast<int64_t>(src.shape().size()) - 1;
+      return QuantizeBlockScaled(src, *format,
+                                 one_d ? last : kBlocksOfTheFormat,
+                                 ScaleLayout::kRowMajor);
+    };
+    const auto want = quantize(flat);
+    ASSERT_TRUE(want.ok()) << format->name() << ": " << want.status();
+    for (const std::string& layout : others) {
+      const auto got = quantize(in_layout(layout));
+      ASSERT_TRUE(got.ok())
+          << format->name() << " " << layout << ": " << got.status();
+      for (int s = 0; s < 2; ++s) {
+        EXPECT_EQ(CarrierBytes(*got, s), CarrierBytes(*want, s))
+            << format->name() << " " << layout << " subtensor " << s;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace strata
