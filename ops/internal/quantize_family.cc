@@ -191,10 +191,11 @@ float QuantizeFamily(FamilyRecipe recipe, const float* x,
       const int64_t whole = k / kb;
       const float pre = recip ? gs : 1.0f;
       EncodeBlocks(fp4, row, whole, kb, pre, &divisor_buffer[base - origin],
-                   out);
+                   &amax_buffer[base - origin], out);
       if (whole < kc) {
         EncodeBlocks(fp4, row + whole * kb, 1, k - whole * kb, pre,
-                     &divisor_buffer[base + whole - origin], out + whole * kb);
+                     &divisor_buffer[base + whole - origin],
+                     &amax_buffer[base + whole - origin], out + whole * kb);
       }
       if (fp4) PackNibbles(codes.data(), k, i * k, values);
     }

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "ops/internal/narrow_codes.h"
 #include "ops/internal/quantize_kernel.h"
@@ -44,6 +45,22 @@ using D8 = hn::Rebind<uint8_t, DF>;
 using VF = hn::Vec<DF>;
 using VI = hn::Vec<DI>;
 
+// a + c + bit kBit of a (the parity of the bit a rounding keeps). With
+// AVX-512's masks that is a test and an add under it, one operation fewer
+// than the shift and the and of a vector (which other targets keep: their
+// test and blend cost more).
+template <int kBit, class VI>
+HWY_INLINE VI AddKeptBitParity(VI a, VI c) {
+  const hn::DFromV<VI> di;
+  const VI sum = hn::Add(a, c);
+#if HWY_TARGET <= HWY_AVX3
+  return hn::IfThenElse(hn::TestBit(a, hn::Set(di, 1 << kBit)),
+                        hn::Add(sum, hn::Set(di, 1)), sum);
+#else
+  return hn::Add(sum, hn::And(hn::ShiftRight<kBit>(a), hn::Set(di, 1)));
+#endif
+}
+
 // Element codes (magnitude | sign) of y >= 0 (finite) with the sign of `bits`.
 template <bool kFP4, class D>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
@@ -61,9 +78,8 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
   if (kFP4) {
     sub = hn::Sub(hn::BitCast(di, hn::Add(y, hn::Set(df, 4194304.0f))),
                   hn::Set(di, static_cast<int32_t>(qd::kTwo22Bits)));
-    const VI odd = hn::And(hn::ShiftRight<22>(a), hn::Set(di, 1));
     normal = hn::ShiftRight<22>(
-        hn::Add(a, hn::Add(hn::Set(di, 0x1FFFFF - ((126 << 1) << 22)), odd)));
+        AddKeptBitParity<22>(a, hn::Set(di, 0x1FFFFF - ((126 << 1) << 22))));
     code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(y, hn::Set(df, 1.0f))), sub,
                           normal);
     code = hn::Min(code, hn::Set(di, 0x7));
@@ -71,9 +87,8 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
   }
   sub = hn::Sub(hn::BitCast(di, hn::Add(y, hn::Set(df, 16384.0f))),
                 hn::Set(di, static_cast<int32_t>(qd::kTwo14Bits)));
-  const VI odd = hn::And(hn::ShiftRight<20>(a), hn::Set(di, 1));
   normal = hn::ShiftRight<20>(
-      hn::Add(a, hn::Add(hn::Set(di, 0x7FFFF - ((120 << 3) << 20)), odd)));
+      AddKeptBitParity<20>(a, hn::Set(di, 0x7FFFF - ((120 << 3) << 20))));
   code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(y, hn::Set(df, 0x1p-6f))),
                         sub, normal);
   code = hn::Min(code, hn::Set(di, 0x7E));
@@ -441,7 +456,9 @@ using DWI = hn::RebindToSigned<DW>;
 
 // The code of each lane of v * pre / divisor (v / divisor where `multiply`
 // is false): e2m1 or e4m3, NaN 0 (e2m1) or 0x7F with its sign (e4m3).
-template <bool kFP4>
+// kNoNaN: the caller knows no quotient is NaN (FiniteQuotients), and the
+// test for one is left out.
+template <bool kFP4, bool kNoNaN = false>
 HWY_INLINE hn::Vec<DWI> EncodeLanes(hn::Vec<DW> v, bool multiply,
                                     hn::Vec<DW> pre, hn::Vec<DW> divisor) {
   const DW df;
@@ -450,6 +467,7 @@ HWY_INLINE hn::Vec<DWI> EncodeLanes(hn::Vec<DW> v, bool multiply,
   const auto bits = hn::BitCast(di, hn::Div(v, divisor));
   const auto a = hn::And(bits, hn::Set(di, static_cast<int32_t>(qd::kAbsMask)));
   const auto code = EncodeElementsOf<kFP4>(df, hn::BitCast(df, a), bits);
+  if (kNoNaN) return code;
   const auto nan = hn::Gt(a, hn::Set(di, static_cast<int32_t>(qd::kInfBits)));
   // A NaN's e4m3 code is 0x7E (its rounded bits saturate) with its sign:
   // one more is 0x7F with the sign.
@@ -457,15 +475,60 @@ HWY_INLINE hn::Vec<DWI> EncodeLanes(hn::Vec<DW> v, bool multiply,
   return hn::IfThenElse(nan, hn::Add(code, hn::Set(di, 1)), code);
 }
 
+// Whether no quotient x * pre / divisor of a block is NaN, from its amax
+// bits: every x finite (amax below infinity's bits), pre finite and the
+// divisor positive and finite. Then x * pre is finite or infinite, never
+// NaN, and so is its quotient by the divisor.
+HWY_INLINE bool FiniteQuotients(uint32_t amax, float pre, float divisor) {
+  return amax < qd::kInfBits && std::isfinite(pre) && divisor > 0 &&
+         divisor < std::numeric_limits<float>::infinity();
+}
+
+// The codes of one block of `block` values divided by `divisor` (after the
+// product by pre, where `multiply`).
+template <bool kFP4, bool kNoNaN>
+HWY_INLINE void EncodeBlockT(const float* HWY_RESTRICT p, int64_t block,
+                             bool multiply, float pre, float divisor,
+                             uint8_t* HWY_RESTRICT out) {
+  const DW df;
+  const hn::Rebind<uint8_t, DW> d8;
+  const int64_t n = static_cast<int64_t>(hn::Lanes(df));
+  const auto vp = hn::Set(df, pre);
+  const auto vd = hn::Set(df, divisor);
+  int64_t i = 0;
+#if STRATA_QUANTIZE_512
+  for (; i + 4 * n <= block; i += 4 * n) {
+    const VI c[4] = {
+        EncodeLanes<kFP4, kNoNaN>(hn::LoadU(df, p + i), multiply, vp, vd),
+        EncodeLanes<kFP4, kNoNaN>(hn::LoadU(df, p + i + n), multiply, vp, vd),
+        EncodeLanes<kFP4, kNoNaN>(hn::LoadU(df, p + i + 2 * n), multiply, vp,
+                                  vd),
+        EncodeLanes<kFP4, kNoNaN>(hn::LoadU(df, p + i + 3 * n), multiply, vp,
+                                  vd)};
+    StoreCodes4(c, out + i);
+  }
+#endif
+  for (; i + n <= block; i += n) {
+    const auto code =
+        EncodeLanes<kFP4, kNoNaN>(hn::LoadU(df, p + i), multiply, vp, vd);
+    hn::StoreU(hn::DemoteTo(d8, code), d8, out + i);
+  }
+  for (; i < block; ++i) {
+    const float y = multiply ? p[i] * pre / divisor : p[i] / divisor;
+    out[i] = kFP4 ? qd::E2M1Code(y) : qd::E4M3Code(y);
+  }
+}
+
 // codes[i] for `blocks` runs of `block` values, block b divided by
-// divisors[b] (after the product by pre, where pre is not 1).
+// divisors[b] (after the product by pre, where pre is not 1); blocks whose
+// amax (where given) shows FiniteQuotients skip the NaN test.
 template <bool kFP4>
 HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
                               int64_t block, float pre,
                               const float* HWY_RESTRICT divisors,
+                              const uint32_t* HWY_RESTRICT amax,
                               uint8_t* HWY_RESTRICT codes) {
   const DW df;
-  const hn::Rebind<uint8_t, DW> d8;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const bool multiply = pre != 1.0f;
   const auto vp = hn::Set(df, pre);
@@ -488,34 +551,25 @@ HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
   for (; b < blocks; ++b) {
     const float* p = x + b * block;
     uint8_t* out = codes + b * block;
-    const auto vd = hn::Set(df, divisors[b]);
-    int64_t i = 0;
-#if STRATA_QUANTIZE_512
-    for (; i + 4 * n <= block; i += 4 * n) {
-      const VI c[4] = {
-          EncodeLanes<kFP4>(hn::LoadU(df, p + i), multiply, vp, vd),
-          EncodeLanes<kFP4>(hn::LoadU(df, p + i + n), multiply, vp, vd),
-          EncodeLanes<kFP4>(hn::LoadU(df, p + i + 2 * n), multiply, vp, vd),
-          EncodeLanes<kFP4>(hn::LoadU(df, p + i + 3 * n), multiply, vp, vd)};
-      StoreCodes4(c, out + i);
-    }
-#endif
-    for (; i + n <= block; i += n) {
-      const auto code =
-          EncodeLanes<kFP4>(hn::LoadU(df, p + i), multiply, vp, vd);
-      hn::StoreU(hn::DemoteTo(d8, code), d8, out + i);
-    }
-    for (; i < block; ++i) {
-      const float y = multiply ? p[i] * pre / divisors[b] : p[i] / divisors[b];
-      out[i] = kFP4 ? qd::E2M1Code(y) : qd::E4M3Code(y);
+    if (amax != nullptr && FiniteQuotients(amax[b], pre, divisors[b])) {
+      if (multiply) {
+        EncodeBlockT<kFP4, true>(p, block, true, pre, divisors[b], out);
+      } else {
+        EncodeBlockT<kFP4, true>(p, block, false, pre, divisors[b], out);
+      }
+    } else {
+      EncodeBlockT<kFP4, false>(p, block, multiply, pre, divisors[b], out);
     }
   }
 }
 
 void EncodeBlocksSimd(int fp4, const float* x, int64_t blocks, int64_t block,
-                      float pre, const float* divisors, uint8_t* codes) {
-  if (fp4) return EncodeBlocksT<true>(x, blocks, block, pre, divisors, codes);
-  return EncodeBlocksT<false>(x, blocks, block, pre, divisors, codes);
+                      float pre, const float* divisors, const uint32_t* amax,
+                      uint8_t* codes) {
+  if (fp4) {
+    return EncodeBlocksT<true>(x, blocks, block, pre, divisors, amax, codes);
+  }
+  return EncodeBlocksT<false>(x, blocks, block, pre, divisors, amax, codes);
 }
 
 // nvfp4_ts* block scales of the amaxes `a` (as floats), lane by lane:
@@ -677,6 +731,7 @@ HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
     const VI abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
     const VF vg = hn::Set(df, g);
     const VF six_g = hn::Set(df, 6.0f * g);
+    const bool finite_pre = !kRecip || std::isfinite(g);
     for (; b + 16 <= blocks; b += 16) {
       const float* p = x + b * kBlock;
       VF v[16];
@@ -691,18 +746,32 @@ HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
       }
       VI code;  // Lane j: block j's scale code; divisor likewise.
       VF divisor;
-      TensorScaledBlockScales(df, hn::BitCast(df, SixteenMaxima(w)), kRecip, vg,
-                              six_g, &code, &divisor);
+      const VI maxima = SixteenMaxima(w);
+      TensorScaledBlockScales(df, hn::BitCast(df, maxima), kRecip, vg, six_g,
+                              &code, &divisor);
       hn::StoreU(hn::DemoteTo(d8, code), d8, scales + b);
-      for (int u = 0; u < 4; ++u) {
-        VI c[4];
-        for (int k = 0; k < 4; ++k) {
-          const VF block_divisor{
-              _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + k), divisor.raw)};
-          // x * 1 is x: where recip, always the product.
-          c[k] = EncodeLanes<true>(v[4 * u + k], kRecip, vg, block_divisor);
+      const auto encode = [&](auto no_nan) {
+        for (int u = 0; u < 4; ++u) {
+          VI c[4];
+          for (int k = 0; k < 4; ++k) {
+            const VF block_divisor{_mm512_permutexvar_ps(
+                _mm512_set1_epi32(4 * u + k), divisor.raw)};
+            // x * 1 is x: where recip, always the product.
+            c[k] = EncodeLanes<true, decltype(no_nan)::value>(
+                v[4 * u + k], kRecip, vg, block_divisor);
+          }
+          StoreNibbles4(c, values + (b + 4 * u) * (kBlock / 2));
         }
-        StoreNibbles4(c, values + (b + 4 * u) * (kBlock / 2));
+      };
+      // FiniteQuotients for all 16 blocks at once: no NaN test.
+      if (finite_pre &&
+          hn::AllTrue(di, hn::Lt(maxima, hn::Set(di, static_cast<int32_t>(
+                                                         qd::kInfBits)))) &&
+          hn::AllTrue(df, hn::And(hn::Gt(divisor, hn::Zero(df)),
+                                  hn::Lt(divisor, hn::Set(df, INFINITY))))) {
+        encode(std::true_type());
+      } else {
+        encode(std::false_type());
       }
     }
   }
@@ -975,15 +1044,16 @@ void QuantizeTensorScaledBlocks(bool recip, const float* x, int64_t blocks,
     BlockAbsMax(x + b * kBlock, n, kBlock, amax);
     BlockScales(recip, amax, n, g, scales + b, divisors);
     EncodeBlocks(true, x + b * kBlock, n, kBlock, recip ? g : 1.0f, divisors,
-                 codes);
+                 amax, codes);
     PackNibblePairs(codes, n * kBlock, values + b * (kBlock / 2));
   }
 }
 
 void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
-                  float pre, const float* divisors, uint8_t* codes) {
+                  float pre, const float* divisors, const uint32_t* amax,
+                  uint8_t* codes) {
   HWY_DYNAMIC_DISPATCH(EncodeBlocksSimd)
-  (fp4, x, blocks, block, pre, divisors, codes);
+  (fp4, x, blocks, block, pre, divisors, amax, codes);
 }
 
 void BlockAbsMax(const float* x, int64_t blocks, int64_t block,

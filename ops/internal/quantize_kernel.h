@@ -57,9 +57,13 @@ void QuantizeBlocksScalar(QuantFormat f, const float* src, int64_t blocks,
 // EncodeBlocks: codes[i] for `blocks` consecutive runs of `block` values,
 // the e2m1 (fp4) or e4m3 code of x * pre / divisors[b] in float32 (x /
 // divisors[b] where pre is 1), one byte each: to nearest even, saturating,
-// NaN 0 (e2m1) or 0x7F with its sign (e4m3).
+// NaN 0 (e2m1) or 0x7F with its sign (e4m3). amax, where not null, holds
+// for each block at least its largest |x| bits (BlockAbsMax): a block whose x
+// are all finite, with pre finite and its divisor positive and finite, has no
+// NaN quotient, and its codes skip the test for one.
 void EncodeBlocks(bool fp4, const float* x, int64_t blocks, int64_t block,
-                  float pre, const float* divisors, uint8_t* codes);
+                  float pre, const float* divisors, const uint32_t* amax,
+                  uint8_t* codes);
 // BlockAbsMax: amax[b] = max(amax[b], the largest |x| bit pattern of block
 // b) for `blocks` consecutive runs of `block` values.
 void BlockAbsMax(const float* x, int64_t blocks, int64_t block, uint32_t* amax);
