@@ -453,10 +453,22 @@ absl::StatusOr<Tensor> QuantizeChunk(
     }
     const std::vector<int64_t> outer_off =
         RowMajorOffsets(modes, 0, blocked_dim);
+    // Fast path: a float32 source whose blocks are contiguous runs of
+    // consecutive values (the blocked dim is the last one of extent > 1 and
+    // one run of stride 1, known in O(rank)): a row of `blocks` blocks per
+    // outer coordinate. The blocked dim's and inner dims' tables (O(columns),
+    // 7% of quantizing 512 KiB in cache) are built only for the other path.
+    bool contiguous_f32 = in == dtypes::Float32() && inner == 1;
+    if (contiguous_f32 && extent > 1) {
+      const Layout run = Coalesce(modes[blocked_dim]);
+      contiguous_f32 = run.shape().is_leaf() && run.stride().value() == 1;
+    }
     const std::vector<int64_t> block_off =
-        RowMajorOffsets(modes, blocked_dim, blocked_dim + 1);
+        contiguous_f32 ? std::vector<int64_t>()
+                       : RowMajorOffsets(modes, blocked_dim, blocked_dim + 1);
     const std::vector<int64_t> inner_off =
-        RowMajorOffsets(modes, blocked_dim + 1, rank);
+        contiguous_f32 ? std::vector<int64_t>()
+                       : RowMajorOffsets(modes, blocked_dim + 1, rank);
     const Source source{static_cast<const uint8_t*>(src.carrier()->data()), in};
     auto* out_values = static_cast<uint8_t*>(values->mutable_data());
     auto* out_scales = static_cast<uint8_t*>(scales->mutable_data());
@@ -469,16 +481,9 @@ absl::StatusOr<Tensor> QuantizeChunk(
       return batch * tile + SwizzledRowBase(r, padded_blocks) +
              SwizzledBlockTerm(b);
     };
-    // Fast path: a float32 source whose blocks are contiguous runs of
-    // consecutive values (the blocked dim is the last one of extent > 1 and
-    // has stride 1): a row of `blocks` blocks per outer coordinate.
-    bool contiguous_f32 = in == dtypes::Float32() && inner == 1;
-    for (int64_t c = 1; contiguous_f32 && c < extent; ++c) {
-      contiguous_f32 = block_off[c] - block_off[c - 1] == 1;
-    }
     if (contiguous_f32) {
-      const float* f32 = static_cast<const float*>(src.carrier()->data()) +
-                         src.offset() + block_off[0];
+      const float* f32 =
+          static_cast<const float*>(src.carrier()->data()) + src.offset();
       const int64_t row_bytes = fp4 ? extent / 2 : extent;
       // Swizzled: the scales of one band of up to 128 rows (the rows of a
       // band of 128x4 tiles) gather in a row-major buffer, and each band is

@@ -1093,9 +1093,11 @@ TEST(QuantizeTest, StridedAndHalfSourcesGiveTheContiguousBytes) {
   }
 }
 
-TEST(QuantizeTest, FamilySourcesInAnyLayoutGiveTheRowMajorBytes) {
+TEST(QuantizeTest, SourcesInAnyLayoutGiveTheRowMajorBytes) {
   // The family quantizes a source that is its own row-major array in place
-  // (each mode one run, found in O(rank)) and copies any other: row-major
+  // (each mode one run, found in O(rank)) and copies any other; MX and
+  // nvfp4 read rows in place where the blocked mode is one run of stride 1
+  // (found likewise) and gather any other: row-major
   // layouts with hierarchical or extent-1 modes, and layouts that are not
   // row-major, give the bytes of the flat row-major source of the same
   // logical values.
@@ -1124,13 +1126,15 @@ TEST(QuantizeTest, FamilySourcesInAnyLayoutGiveTheRowMajorBytes) {
       "(130,256):(512,1)",             // Rows apart: copied.
   };
   for (const CompoundDType* format :
-       {dtypes::FP8E4M3Tensorwise(), dtypes::FP8E4M3Rowwise(),
+       {dtypes::MXFP8E4M3(), dtypes::MXFP4(), dtypes::NVFP4(),
+        dtypes::FP8E4M3Tensorwise(), dtypes::FP8E4M3Rowwise(),
         dtypes::FP8E4M3Block1x128(), dtypes::FP8E4M3Block128x128(),
         dtypes::FP8E4M3Block128x128UE8M0(), dtypes::NVFP4TS(),
         dtypes::NVFP4TSRecip(), dtypes::Q8_0(), dtypes::Q4_0()}) {
-    const bool one_d = format == dtypes::FP8E4M3Block1x128() ||
-                       format == dtypes::NVFP4TS() ||
-                       format == dtypes::NVFP4TSRecip();
+    const bool one_d =
+        format == dtypes::MXFP8E4M3() || format == dtypes::MXFP4() ||
+        format == dtypes::NVFP4() || format == dtypes::FP8E4M3Block1x128() ||
+        format == dtypes::NVFP4TS() || format == dtypes::NVFP4TSRecip();
     const auto quantize = [&](const Tensor& src) {
       const int64_t last = static_cast<int64_t>(src.shape().size()) - 1;
       return QuantizeBlockScaled(src, *format,
