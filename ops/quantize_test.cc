@@ -826,6 +826,15 @@ TEST(QuantizeTest, FamilyAndGgmlKernelsAgreeOnEveryTarget) {
   for (int k = 0; k < 32; ++k) v.push_back(0.0f);
   for (int k = 0; k < 32; ++k) v.push_back(k == 5 ? INFINITY : k * 0.25f);
   for (int k = 0; k < 32; ++k) v.push_back(k == 7 ? NAN : -k * 0.5f);
+  // Blocks of tiny values, whose d = amax / 127 is subnormal: 1 / d
+  // overflows to infinity (amax 1e-40, 3e-38, 3e-43: t is +-inf, or NaN for
+  // a zero) or is finite (amax 1e-38). First, where the widest kernels take
+  // eight blocks at a time.
+  std::vector<float> tiny;
+  for (float amax : {1e-40f, 3e-38f, 3e-43f, 1e-38f}) {
+    for (int k = 0; k < 32; ++k) tiny.push_back(amax * ((k % 9) - 4) / 4);
+  }
+  v.insert(v.begin(), tiny.begin(), tiny.end());
   const int64_t blocks = v.size() / 32 - 1;  // Odd: the one-block tail runs.
   struct Result {
     std::vector<uint8_t> q8, q4;

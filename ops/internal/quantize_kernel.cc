@@ -801,15 +801,18 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   const auto abs_mask = hn::Set(di, static_cast<int32_t>(qd::kAbsMask));
   const auto inf = hn::Set(di, static_cast<int32_t>(qd::kInfBits));
   constexpr int64_t kBlock = 32;
-  // The int8 code of t = x / d: half away from zero (t - trunc(t) is exact),
-  // clamped to +-127, 0 for NaN.
-  const auto q8_lanes = [&](hn::Vec<DW> t) {
+  // t rounded half away from zero (t - trunc(t) is exact).
+  const auto half_away = [&](hn::Vec<DW> t) {
     const auto r = hn::Trunc(t);
-    const auto away =
-        hn::IfThenElseZero(hn::Ge(hn::Abs(hn::Sub(t, r)), hn::Set(df, 0.5f)),
-                           hn::CopySign(hn::Set(df, 1.0f), t));
+    return hn::Add(
+        r, hn::IfThenElseZero(hn::Ge(hn::Abs(hn::Sub(t, r)), hn::Set(df, 0.5f)),
+                              hn::CopySign(hn::Set(df, 1.0f), t)));
+  };
+  // The int8 code of t = x / d: half away from zero, clamped to +-127, 0 for
+  // NaN.
+  const auto q8_lanes = [&](hn::Vec<DW> t) {
     auto c = hn::Min(hn::Set(df, 127.0f),
-                     hn::Max(hn::Set(df, -127.0f), hn::Add(r, away)));
+                     hn::Max(hn::Set(df, -127.0f), half_away(t)));
     return hn::ConvertTo(di, hn::IfThenElseZero(hn::Eq(t, t), c));
   };
   const auto q8_code = [&](hn::Vec<DW> t) {
@@ -896,12 +899,21 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
       for (int u = 0; u < kU; ++u) {
         alignas(64) float ds[16];
         hn::Store(d[u], df, ds);
+        // Where the four blocks' values are finite and each d is a normal
+        // float, every t = x * (1/d) is a number within 127 (1 + 2^-24)^3
+        // of 0, which rounds half away to at most 127: no clamp, no NaN.
+        const bool in_range =
+            hn::AllTrue(di, hn::Lt(w[u], inf)) &&
+            hn::AllTrue(df, hn::Ge(d[u], hn::Set(df, 0x1p-126f)));
         VI c[8];  // The four blocks' codes, contiguous in the output.
         for (int g = 0; g < 4; ++g) {
           d_out[b + 4 * u + g] = ds[4 * g];
           const VF id_g = BroadcastGroup(id[u], g);
-          c[2 * g] = q8_lanes(hn::Mul(v[u][2 * g], id_g));
-          c[2 * g + 1] = q8_lanes(hn::Mul(v[u][2 * g + 1], id_g));
+          for (int h = 0; h < 2; ++h) {
+            const VF t = hn::Mul(v[u][2 * g + h], id_g);
+            c[2 * g + h] =
+                in_range ? hn::ConvertTo(di, half_away(t)) : q8_lanes(t);
+          }
         }
         uint8_t* out = codes + (b + 4 * u) * kBlock;
         StoreCodes4</*kSigned=*/true>(c, out);
