@@ -265,35 +265,38 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
   static_assert(kG == 1 || kG == 2 || kG == 4, "4, 8 or 16 float lanes");
   constexpr int kU = STRATA_QUANTIZE_512 ? 4 : 1;
   for (; blk + kU * kG <= blocks; blk += kU * kG) {
-    VI bits[kU][kG][kV];
-    VI m[kU][kG];
-    for (int u = 0; u < kU; ++u) {
-      for (int g = 0; g < kG; ++g) {
-        const float* p = src + (blk + u * kG + g) * kBlock;
-        m[u][g] = hn::Zero(di);
-        for (int j = 0; j < kV; ++j) {
-          bits[u][g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
-          m[u][g] = hn::Max(m[u][g], hn::And(bits[u][g][j], abs_mask));
-        }
-      }
-    }
 #if STRATA_QUANTIZE_512
     if constexpr (kNV && kG == 4 && kU == 4) {
       // nvfp4's 16 blocks share one vector of scale arithmetic (lane j:
       // block blk + j), where four vectors each used 4 lanes of 16; each
-      // block's scale is then broadcast from it, as BroadcastGroup did.
+      // block's scale is then broadcast from it, as BroadcastGroup did. The
+      // values are loaded again from L1 to be encoded: kept in registers
+      // across the scales, 16 vectors, they were spilled to the stack (a
+      // store each). The loops are unrolled so that each broadcast's lane is
+      // a constant.
+      const float* p = src + blk * kBlock;
       VI w[kU];
-      for (int u = 0; u < kU; ++u) w[u] = GroupMaxima4(m[u]);
+#pragma GCC unroll 4
+      for (int u = 0; u < kU; ++u) {
+        VI m[kG];
+        for (int g = 0; g < kG; ++g) {
+          m[g] = hn::And(hn::BitCast(di, hn::LoadU(df, p + (4 * u + g) * kN)),
+                         abs_mask);
+        }
+        w[u] = GroupMaxima4(m);
+      }
       VI code16;
       VF s16;
       NVFP4Scales(SixteenMaxima(w), &code16, &s16);
+#pragma GCC unroll 4
       for (int u = 0; u < kU; ++u) {
         VI codes[kG];
         for (int g = 0; g < kG; ++g) {
           const VF sg{
               _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + g), s16.raw)};
-          const VF a = hn::BitCast(df, hn::And(bits[u][g][0], abs_mask));
-          codes[g] = EncodeElements<kFP4>(hn::Div(a, sg), bits[u][g][0]);
+          const VI bits = hn::BitCast(di, hn::LoadU(df, p + (4 * u + g) * kN));
+          const VF a = hn::BitCast(df, hn::And(bits, abs_mask));
+          codes[g] = EncodeElements<kFP4>(hn::Div(a, sg), bits);
         }
         StoreNibbles4(codes, values + (blk + u * kG) * kValueBytes);
       }
@@ -309,6 +312,18 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       continue;
     }
 #endif
+    VI bits[kU][kG][kV];
+    VI m[kU][kG];
+    for (int u = 0; u < kU; ++u) {
+      for (int g = 0; g < kG; ++g) {
+        const float* p = src + (blk + u * kG + g) * kBlock;
+        m[u][g] = hn::Zero(di);
+        for (int j = 0; j < kV; ++j) {
+          bits[u][g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
+          m[u][g] = hn::Max(m[u][g], hn::And(bits[u][g][j], abs_mask));
+        }
+      }
+    }
     VI code[kU];
     VF s[kU];
     for (int u = 0; u < kU; ++u) {
