@@ -748,14 +748,18 @@ HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
     const VF six_g = hn::Set(df, 6.0f * g);
     const bool finite_pre = !kRecip || std::isfinite(g);
     for (; b + 16 <= blocks; b += 16) {
+      // The values are loaded again from L1 to be encoded (kept across the
+      // scale arithmetic, they were spilled: as in QuantizeBlocksT), and the
+      // loops are unrolled so that each broadcast's lane is a constant.
       const float* p = x + b * kBlock;
-      VF v[16];
       VI w[4];  // Group k of w[u]: block 4u + k's amax bits.
+#pragma GCC unroll 4
       for (int u = 0; u < 4; ++u) {
         VI m[4];
         for (int k = 0; k < 4; ++k) {
-          v[4 * u + k] = hn::LoadU(df, p + (4 * u + k) * kBlock);
-          m[k] = hn::And(hn::BitCast(di, v[4 * u + k]), abs_mask);
+          m[k] =
+              hn::And(hn::BitCast(di, hn::LoadU(df, p + (4 * u + k) * kBlock)),
+                      abs_mask);
         }
         w[u] = GroupMaxima4(m);
       }
@@ -766,6 +770,7 @@ HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
                               &code, &divisor);
       hn::StoreU(hn::DemoteTo(d8, code), d8, scales + b);
       const auto encode = [&](auto no_nan) {
+#pragma GCC unroll 4
         for (int u = 0; u < 4; ++u) {
           VI c[4];
           for (int k = 0; k < 4; ++k) {
@@ -773,7 +778,8 @@ HWY_INLINE int64_t QuantizeTensorScaledBlocksT(const float* HWY_RESTRICT x,
                 _mm512_set1_epi32(4 * u + k), divisor.raw)};
             // x * 1 is x: where recip, always the product.
             c[k] = EncodeLanes<true, decltype(no_nan)::value>(
-                v[4 * u + k], kRecip, vg, block_divisor);
+                hn::LoadU(df, p + (4 * u + k) * kBlock), kRecip, vg,
+                block_divisor);
           }
           StoreNibbles4(c, values + (b + 4 * u) * (kBlock / 2));
         }
