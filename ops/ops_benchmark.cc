@@ -35,14 +35,17 @@ Tensor Matrix(float seed) {
   return t;
 }
 
-void BM_Memcpy64MiB(benchmark::State& state) {
-  std::vector<char> a(kBytes, 1), b(kBytes);
+// memcpy of `bytes` between two std::vectors, counted as read and written.
+void Memcpy(benchmark::State& state, int64_t bytes) {
+  std::vector<char> a(bytes, 1), b(bytes);
   for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), kBytes);
+    std::memcpy(b.data(), a.data(), bytes);
     benchmark::ClobberMemory();
   }
-  state.SetBytesProcessed(state.iterations() * 2 * kBytes);
+  state.SetBytesProcessed(state.iterations() * 2 * bytes);
 }
+
+void BM_Memcpy64MiB(benchmark::State& state) { Memcpy(state, kBytes); }
 BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
 
 // memcpy between two host carriers: the memory the transposes write (large
@@ -65,15 +68,7 @@ BENCHMARK(BM_MemcpyHostCarriers64MiB)->Unit(benchmark::kMillisecond);
 // memcpy of 256 KiB, which stays in L2 with its copy: the in-cache
 // reference of the transposes below (tools/bench_report.py pairs each
 // ...InCache benchmark with it).
-void BM_MemcpyInCache(benchmark::State& state) {
-  constexpr int64_t kInCacheBytes = 256 << 10;
-  std::vector<char> a(kInCacheBytes, 1), b(kInCacheBytes);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), kInCacheBytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * 2 * kInCacheBytes);
-}
+void BM_MemcpyInCache(benchmark::State& state) { Memcpy(state, 256 << 10); }
 BENCHMARK(BM_MemcpyInCache)->Unit(benchmark::kMicrosecond);
 
 void BM_ContiguousTransposed(benchmark::State& state) {

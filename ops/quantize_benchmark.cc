@@ -92,93 +92,58 @@ void Quantize(benchmark::State& state, const Tensor& src,
   state.SetBytesProcessed(state.iterations() * src.size() * 4);
 }
 
-void BM_Quantize(benchmark::State& state, const CompoundDType* format,
-                 ScaleLayout layout, int64_t blocked_dim = 1) {
-  Quantize(state, Source(), format, layout, blocked_dim);
-}
+// The formats and layouts, each run at 64 MiB (BM_Quantize/FORMAT/LAYOUT,
+// in milliseconds) and in cache (BM_QuantizeInCache/FORMAT/LAYOUT, in
+// microseconds); the names have no spaces.
+struct QuantizeCase {
+  const char* name;
+  const CompoundDType* (*format)();
+  ScaleLayout layout;
+  int64_t blocked_dim;
+};
+constexpr QuantizeCase kCases[] = {
+    {"mxfp8_e4m3/row_major", dtypes::MXFP8E4M3, ScaleLayout::kRowMajor, 1},
+    {"mxfp8_e4m3/swizzled_128x4", dtypes::MXFP8E4M3,
+     ScaleLayout::kSwizzled128x4, 1},
+    {"mxfp4/row_major", dtypes::MXFP4, ScaleLayout::kRowMajor, 1},
+    {"mxfp4/swizzled_128x4", dtypes::MXFP4, ScaleLayout::kSwizzled128x4, 1},
+    {"nvfp4/row_major", dtypes::NVFP4, ScaleLayout::kRowMajor, 1},
+    {"nvfp4/swizzled_128x4", dtypes::NVFP4, ScaleLayout::kSwizzled128x4, 1},
+    // The family of ../shared/design/formats.md.
+    {"nvfp4_ts/row_major", dtypes::NVFP4TS, ScaleLayout::kRowMajor, 1},
+    {"nvfp4_ts/swizzled_128x4", dtypes::NVFP4TS, ScaleLayout::kSwizzled128x4,
+     1},
+    {"nvfp4_ts_recip/row_major", dtypes::NVFP4TSRecip, ScaleLayout::kRowMajor,
+     1},
+    {"fp8_e4m3_tensorwise/row_major", dtypes::FP8E4M3Tensorwise,
+     ScaleLayout::kRowMajor, kBlocksOfTheFormat},
+    {"fp8_e4m3_rowwise/row_major", dtypes::FP8E4M3Rowwise,
+     ScaleLayout::kRowMajor, kBlocksOfTheFormat},
+    {"fp8_e4m3_block1x128/row_major", dtypes::FP8E4M3Block1x128,
+     ScaleLayout::kRowMajor, 1},
+    {"fp8_e4m3_block128x128/row_major", dtypes::FP8E4M3Block128x128,
+     ScaleLayout::kRowMajor, kBlocksOfTheFormat},
+    {"q8_0/row_major", dtypes::Q8_0, ScaleLayout::kRowMajor,
+     kBlocksOfTheFormat},
+    {"q4_0/row_major", dtypes::Q4_0, ScaleLayout::kRowMajor,
+     kBlocksOfTheFormat},
+};
 
-void BM_QuantizeInCache(benchmark::State& state, const CompoundDType* format,
-                        ScaleLayout layout, int64_t blocked_dim = 1) {
-  Quantize(state, InCacheSource(), format, layout, blocked_dim);
-}
-
-// The names are BM_Quantize/FORMAT/LAYOUT, without spaces.
-// clang-format off
-BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3/row_major, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp8_e4m3/swizzled_128x4, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp4/row_major, dtypes::MXFP4(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, mxfp4/swizzled_128x4, dtypes::MXFP4(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4/row_major, dtypes::NVFP4(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4/swizzled_128x4, dtypes::NVFP4(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
-// The family of ../shared/design/formats.md.
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts/row_major, dtypes::NVFP4TS(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts/swizzled_128x4, dtypes::NVFP4TS(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, nvfp4_ts_recip/row_major, dtypes::NVFP4TSRecip(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_tensorwise/row_major,
-                  dtypes::FP8E4M3Tensorwise(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_rowwise/row_major,
-                  dtypes::FP8E4M3Rowwise(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_block1x128/row_major,
-                  dtypes::FP8E4M3Block1x128(), ScaleLayout::kRowMajor,
-                  1)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, fp8_e4m3_block128x128/row_major,
-                  dtypes::FP8E4M3Block128x128(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, q8_0/row_major, dtypes::Q8_0(),
-                  ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_Quantize, q4_0/row_major, dtypes::Q4_0(),
-                  ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMillisecond);
-// The same in cache.
-BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp8_e4m3/row_major, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp8_e4m3/swizzled_128x4, dtypes::MXFP8E4M3(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp4/row_major, dtypes::MXFP4(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, mxfp4/swizzled_128x4, dtypes::MXFP4(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4/row_major, dtypes::NVFP4(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4/swizzled_128x4, dtypes::NVFP4(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts/row_major, dtypes::NVFP4TS(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts/swizzled_128x4, dtypes::NVFP4TS(),
-                  ScaleLayout::kSwizzled128x4)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, nvfp4_ts_recip/row_major, dtypes::NVFP4TSRecip(),
-                  ScaleLayout::kRowMajor)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_tensorwise/row_major,
-                  dtypes::FP8E4M3Tensorwise(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_rowwise/row_major,
-                  dtypes::FP8E4M3Rowwise(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_block1x128/row_major,
-                  dtypes::FP8E4M3Block1x128(), ScaleLayout::kRowMajor,
-                  1)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, fp8_e4m3_block128x128/row_major,
-                  dtypes::FP8E4M3Block128x128(), ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, q8_0/row_major, dtypes::Q8_0(),
-                  ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
-BENCHMARK_CAPTURE(BM_QuantizeInCache, q4_0/row_major, dtypes::Q4_0(),
-                  ScaleLayout::kRowMajor,
-                  kBlocksOfTheFormat)->Unit(benchmark::kMicrosecond);
-// clang-format on
+const bool kRegistered = [] {
+  for (const bool in_cache : {false, true}) {
+    for (const QuantizeCase& c : kCases) {
+      const std::string name =
+          std::string(in_cache ? "BM_QuantizeInCache/" : "BM_Quantize/") +
+          c.name;
+      benchmark::RegisterBenchmark(name.c_str(), [c, in_cache](
+                                                     benchmark::State& state) {
+        Quantize(state, in_cache ? InCacheSource() : Source(), c.format(),
+                 c.layout, c.blocked_dim);
+      })->Unit(in_cache ? benchmark::kMicrosecond : benchmark::kMillisecond);
+    }
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace strata

@@ -183,6 +183,21 @@ HWY_INLINE void StoreNibbles4(const VI c[4], uint8_t* HWY_RESTRICT out) {
 }
 #endif  // STRATA_QUANTIZE_512
 
+// The values of non-negative e4m3 codes, NaN's 0x7F aside: 2^(e-7) * 1.m,
+// or m * 2^-9 where the exponent field e is 0.
+template <class D>
+HWY_INLINE hn::Vec<D> E4M3Values(D df, hn::Vec<hn::RebindToSigned<D>> code) {
+  const hn::RebindToSigned<D> di;
+  const auto e = hn::ShiftRight<3>(code);
+  const auto m = hn::And(code, hn::Set(di, 7));
+  const auto normal =
+      hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
+                             hn::ShiftLeft<20>(m)));
+  const auto sub = hn::Mul(hn::ConvertTo(df, m), hn::Set(df, 0x1p-9f));
+  return hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub,
+                        normal);
+}
+
 // nvfp4 block scales of the amax bits w, lane by lane: *code = amax / 6 to
 // nearest even e4m3 (saturating), 0x7F where amax is not finite, and *s its
 // value; a zero scale divides by +inf (every element a zero).
@@ -191,17 +206,9 @@ HWY_INLINE void NVFP4Scales(VI w, VI* code, VF* s) {
   const DI di;
   const VI c = EncodeElements<false>(
       hn::Div(hn::BitCast(df, w), hn::Set(df, 6.0f)), hn::Zero(di));
-  const VI e = hn::ShiftRight<3>(c);
-  const VI mant = hn::And(c, hn::Set(di, 7));
-  const VF normal =
-      hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
-                             hn::ShiftLeft<20>(mant)));
-  const VF sub = hn::Mul(hn::ConvertTo(df, mant), hn::Set(df, 0x1p-9f));
-  const VF value =
-      hn::IfThenElse(hn::RebindMask(df, hn::Eq(e, hn::Zero(di))), sub, normal);
   *s = hn::IfThenElse(hn::RebindMask(df, hn::Eq(c, hn::Zero(di))),
                       hn::Set(df, std::numeric_limits<float>::infinity()),
-                      value);
+                      E4M3Values(df, c));
   const auto nonfinite =
       hn::Gt(w, hn::Set(di, static_cast<int32_t>(qd::kInfBits - 1)));
   *code = hn::IfThenElse(nonfinite, hn::Set(di, 0x7F), c);
@@ -607,17 +614,9 @@ HWY_INLINE void TensorScaledBlockScales(
   const auto code = hn::IfThenElse(
       hn::Gt(qb, hn::Set(di, static_cast<int32_t>(qd::kInfBits))),
       hn::Set(di, 0x7F), EncodeElementsOf<false>(df, q, qb));
-  // The value of the (non-negative) code: 2^(e-7) * 1.m, or m * 2^-9.
-  const auto e = hn::ShiftRight<3>(code);
-  const auto m = hn::And(code, hn::Set(di, 7));
-  const auto normal =
-      hn::BitCast(df, hn::Or(hn::ShiftLeft<23>(hn::Add(e, hn::Set(di, 120))),
-                             hn::ShiftLeft<20>(m)));
-  const auto sub = hn::Mul(hn::ConvertTo(df, m), hn::Set(df, 0x1p-9f));
   const auto as_float = [&](auto mask) { return hn::RebindMask(df, mask); };
-  auto value = hn::IfThenElse(as_float(hn::Eq(e, hn::Zero(di))), sub, normal);
-  value = hn::IfThenElse(as_float(hn::Eq(code, hn::Set(di, 0x7F))),
-                         hn::Set(df, NAN), value);
+  const auto value = hn::IfThenElse(as_float(hn::Eq(code, hn::Set(di, 0x7F))),
+                                    hn::Set(df, NAN), E4M3Values(df, code));
   auto divisor = recip ? value : hn::Mul(value, vg);
   *divisor_out = hn::IfThenElse(as_float(hn::Eq(code, hn::Zero(di))),
                                 hn::Set(df, INFINITY), divisor);
