@@ -348,6 +348,12 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   // otherwise.
   const bool byte_scales = direct && scale.bits() == 8;
   const int64_t num_runs = static_cast<int64_t>(runs.size());
+  // A row's scale bytes one after another (row-major scales): looked up as
+  // one span.
+  bool consecutive = byte_scales;
+  for (int64_t r = 1; consecutive && r < num_runs; ++r) {
+    consecutive = scale_offsets[r] == scale_offsets[0] + r;
+  }
   const ops_internal::RowDecoding decoding{
       static_cast<ops_internal::CodeKind>(std::max(kind, 0)),
       write.kind() == 0 ? ops_internal::RunOutput::kFloat32
@@ -361,7 +367,11 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
         if (simd) {
           float* const row = row_scales.data();
           const int64_t* const offsets = scale_offsets.data();
-          if (byte_scales) {
+          if (consecutive) {
+            ops_internal::LookUpBytes(
+                scale.data() + scale_base + i[2] + offsets[0], num_runs,
+                scale.table(), row);
+          } else if (byte_scales) {
             const uint8_t* const bytes = scale.data();
             const float* const table = scale.table();
             const int64_t base = scale_base + i[2];

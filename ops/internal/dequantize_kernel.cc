@@ -557,6 +557,22 @@ void DequantizeRowSimd(const RowDecoding& d, const uint8_t* codes,
   }
 }
 
+// out[i] = table[bytes[i]] for i < n, a vector of lanes at a time by a
+// gather.
+void LookUpBytesSimd(const uint8_t* HWY_RESTRICT bytes, int64_t n,
+                     const float* HWY_RESTRICT table, float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto index = hn::PromoteTo(di, hn::LoadU(d8, bytes + i));
+    hn::StoreU(hn::GatherIndex(df, table, index), df, out + i);
+  }
+  for (; i < n; ++i) out[i] = table[bytes[i]];
+}
+
 // The Highway target this copy of the kernels was compiled for.
 const char* DequantizeTargetSimd() { return hwy::TargetName(HWY_TARGET); }
 
@@ -571,6 +587,12 @@ namespace ops_internal {
 
 HWY_EXPORT(DequantizeRowSimd);
 HWY_EXPORT(DequantizeTargetSimd);
+HWY_EXPORT(LookUpBytesSimd);
+
+void LookUpBytes(const uint8_t* bytes, int64_t n, const float* table,
+                 float* out) {
+  HWY_DYNAMIC_DISPATCH(LookUpBytesSimd)(bytes, n, table, out);
+}
 
 const char* DequantizeKernelTarget() {
   return HWY_DYNAMIC_DISPATCH(DequantizeTargetSimd)();

@@ -265,6 +265,38 @@ void CheckRows() {
   EXPECT_GT(values, 100000);
 }
 
+// LookUpBytes gives the table's entry of every byte, bit for bit (NaN
+// payloads included), for every count around the vector widths and every
+// target.
+TEST(DequantizeKernelTest, LookUpBytesIsTheTableOnEveryTarget) {
+  std::mt19937 rng(7);
+  std::vector<uint32_t> table_bits(256);
+  for (uint32_t& b : table_bits) b = static_cast<uint32_t>(rng());
+  table_bits[0x7F] = 0x7FC00001u;  // A NaN with a payload.
+  std::vector<float> table(256);
+  std::memcpy(table.data(), table_bits.data(), 1024);
+  std::vector<uint8_t> bytes(300);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  bytes[3] = 0x7F;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    for (int64_t n = 0; n <= 70; ++n) {
+      for (int64_t start : {0, 1, 5}) {
+        std::vector<float> out(n + 1, -1.5f);
+        LookUpBytes(bytes.data() + start, n, table.data(), out.data());
+        std::vector<uint32_t> got(n + 1);
+        std::memcpy(got.data(), out.data(), 4 * (n + 1));
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i], table_bits[bytes[start + i]]) << n << " " << i;
+        }
+        ASSERT_EQ(out[n], -1.5f) << "wrote past n = " << n;
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
 }  // namespace
 }  // namespace ops_internal
 }  // namespace strata
