@@ -351,6 +351,7 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   // A row's scale bytes one after another (row-major scales): looked up as
   // one span.
   bool consecutive = byte_scales;
+  const bool e4m3_scales = scales.storage_dtype == dtypes::Float8E4M3FN();
   for (int64_t r = 1; consecutive && r < num_runs; ++r) {
     consecutive = scale_offsets[r] == scale_offsets[0] + r;
   }
@@ -370,7 +371,7 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
           if (consecutive) {
             ops_internal::LookUpBytes(
                 scale.data() + scale_base + i[2] + offsets[0], num_runs,
-                scale.table(), row);
+                e4m3_scales, scale.table(), row);
           } else if (byte_scales) {
             const uint8_t* const bytes = scale.data();
             const float* const table = scale.table();

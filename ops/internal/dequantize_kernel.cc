@@ -557,15 +557,23 @@ void DequantizeRowSimd(const RowDecoding& d, const uint8_t* codes,
   }
 }
 
-// out[i] = table[bytes[i]] for i < n, a vector of lanes at a time by a
-// gather.
-void LookUpBytesSimd(const uint8_t* HWY_RESTRICT bytes, int64_t n,
+// out[i] = table[bytes[i]] for i < n, a vector of lanes at a time: by the
+// e4m3 decoding of the codes (NOTE [ Decoding codes by their bits ]: the
+// table's floats exactly, for a table of float8_e4m3fn), else by a gather.
+void LookUpBytesSimd(const uint8_t* HWY_RESTRICT bytes, int64_t n, int e4m3,
                      const float* HWY_RESTRICT table, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<uint8_t, decltype(df)> d8;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = 0;
+  if (e4m3) {
+    for (; i + lanes <= n; i += lanes) {
+      const auto code = hn::PromoteTo(di, hn::LoadU(d8, bytes + i));
+      hn::StoreU(Decode<static_cast<int>(CodeKind::kE4M3FN)>(df, code, table),
+                 df, out + i);
+    }
+  }
   for (; i + lanes <= n; i += lanes) {
     const auto index = hn::PromoteTo(di, hn::LoadU(d8, bytes + i));
     hn::StoreU(hn::GatherIndex(df, table, index), df, out + i);
@@ -589,9 +597,9 @@ HWY_EXPORT(DequantizeRowSimd);
 HWY_EXPORT(DequantizeTargetSimd);
 HWY_EXPORT(LookUpBytesSimd);
 
-void LookUpBytes(const uint8_t* bytes, int64_t n, const float* table,
+void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
                  float* out) {
-  HWY_DYNAMIC_DISPATCH(LookUpBytesSimd)(bytes, n, table, out);
+  HWY_DYNAMIC_DISPATCH(LookUpBytesSimd)(bytes, n, e4m3 ? 1 : 0, table, out);
 }
 
 const char* DequantizeKernelTarget() {

@@ -55,9 +55,10 @@ void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
                    const float* scales, int64_t count);
 
 // out[i] = table[bytes[i]] for i < n (a row's one-byte scales through their
-// level's table), by gathers where the CPU has them: a per-byte loop was
-// 9% of dequantizing nvfp4_ts, with one scale per 16 values.
-void LookUpBytes(const uint8_t* bytes, int64_t n, const float* table,
+// level's table) in SIMD: where e4m3, the table is float8_e4m3fn's and the
+// bytes are decoded by their bits (the same floats); otherwise gathered. A
+// per-byte loop was 9% of dequantizing nvfp4_ts, one scale per 16 values.
+void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
                  float* out);
 
 // The Highway target that the run-time dispatch of DequantizeRow picks on

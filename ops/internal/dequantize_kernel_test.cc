@@ -266,7 +266,8 @@ void CheckRows() {
 }
 
 // LookUpBytes gives the table's entry of every byte, bit for bit (NaN
-// payloads included), for every count around the vector widths and every
+// payloads included), gathered from a random table and decoded from
+// float8_e4m3fn's, for every count around the vector widths and every
 // target.
 TEST(DequantizeKernelTest, LookUpBytesIsTheTableOnEveryTarget) {
   std::mt19937 rng(7);
@@ -275,22 +276,42 @@ TEST(DequantizeKernelTest, LookUpBytesIsTheTableOnEveryTarget) {
   table_bits[0x7F] = 0x7FC00001u;  // A NaN with a payload.
   std::vector<float> table(256);
   std::memcpy(table.data(), table_bits.data(), 1024);
+  // float8_e4m3fn's table from its definition, its NaNs with payloads.
+  std::vector<uint32_t> e4m3_bits(256);
+  for (int code = 0; code < 256; ++code) {
+    const int e = (code >> 3) & 15, m = code & 7;
+    const float magnitude =
+        e == 0 ? std::ldexp(m, -9) : std::ldexp(8 + m, e - 10);
+    const float v = (code & 0x80) ? -magnitude : magnitude;
+    std::memcpy(&e4m3_bits[code], &v, 4);
+  }
+  e4m3_bits[0x7F] = 0x7FC00123u;
+  e4m3_bits[0xFF] = 0xFFC00456u;
   std::vector<uint8_t> bytes(300);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
   bytes[3] = 0x7F;
+  bytes[8] = 0xFF;
+  bytes[9] = 0x80;
   for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
     SCOPED_TRACE(hwy::TargetName(target));
     hwy::SetSupportedTargetsForTest(target);
-    for (int64_t n = 0; n <= 70; ++n) {
-      for (int64_t start : {0, 1, 5}) {
-        std::vector<float> out(n + 1, -1.5f);
-        LookUpBytes(bytes.data() + start, n, table.data(), out.data());
-        std::vector<uint32_t> got(n + 1);
-        std::memcpy(got.data(), out.data(), 4 * (n + 1));
-        for (int64_t i = 0; i < n; ++i) {
-          ASSERT_EQ(got[i], table_bits[bytes[start + i]]) << n << " " << i;
+    for (const bool e4m3 : {false, true}) {
+      // A random table, gathered; float8_e4m3fn's, decoded by its bits.
+      const std::vector<uint32_t>& want = e4m3 ? e4m3_bits : table_bits;
+      std::vector<float> used(256);
+      std::memcpy(used.data(), want.data(), 1024);
+      for (int64_t n = 0; n <= 70; ++n) {
+        for (int64_t start : {0, 1, 5}) {
+          std::vector<float> out(n + 1, -1.5f);
+          LookUpBytes(bytes.data() + start, n, e4m3, used.data(), out.data());
+          std::vector<uint32_t> got(n + 1);
+          std::memcpy(got.data(), out.data(), 4 * (n + 1));
+          for (int64_t i = 0; i < n; ++i) {
+            ASSERT_EQ(got[i], want[bytes[start + i]])
+                << e4m3 << " " << n << " " << i;
+          }
+          ASSERT_EQ(out[n], -1.5f) << "wrote past n = " << n;
         }
-        ASSERT_EQ(out[n], -1.5f) << "wrote past n = " << n;
       }
     }
   }
