@@ -319,19 +319,15 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       continue;
     }
 #endif
-    // The values are loaded here for the maxima and again from L1 for the
-    // codes: kept in registers in between (up to 32 vectors), they spilled
-    // to the stack, a store each.
-    const auto load_bits = [&](int u, int g, int j) {
-      return hn::BitCast(
-          di, hn::LoadU(df, src + (blk + u * kG + g) * kBlock + j * kN));
-    };
+    VI bits[kU][kG][kV];
     VI m[kU][kG];
     for (int u = 0; u < kU; ++u) {
       for (int g = 0; g < kG; ++g) {
+        const float* p = src + (blk + u * kG + g) * kBlock;
         m[u][g] = hn::Zero(di);
         for (int j = 0; j < kV; ++j) {
-          m[u][g] = hn::Max(m[u][g], hn::And(load_bits(u, g, j), abs_mask));
+          bits[u][g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
+          m[u][g] = hn::Max(m[u][g], hn::And(bits[u][g][j], abs_mask));
         }
       }
     }
@@ -381,10 +377,9 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
 #endif
         VI* codes = all_codes + g * kV;
         for (int j = 0; j < kV; ++j) {
-          const VI bits = load_bits(u, g, j);
-          const VF a = hn::BitCast(df, hn::And(bits, abs_mask));
+          const VF a = hn::BitCast(df, hn::And(bits[u][g][j], abs_mask));
           const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
-          codes[j] = EncodeElements<kFP4>(y, bits);
+          codes[j] = EncodeElements<kFP4>(y, bits[u][g][j]);
         }
         if (!kStoreTogether) {
           StoreBlockCodes<kFP4, kV>(codes, values + (first + g) * kValueBytes);
