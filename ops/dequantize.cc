@@ -349,9 +349,9 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   const bool byte_scales = direct && scale.bits() == 8;
   const int64_t num_runs = static_cast<int64_t>(runs.size());
   // A row's scale bytes one after another (row-major scales): looked up as
-  // one span.
-  bool consecutive = byte_scales;
+  // one span, float8_e4m3fn's decoded by their bits.
   const bool e4m3_scales = scales.storage_dtype == dtypes::Float8E4M3FN();
+  bool consecutive = byte_scales;
   for (int64_t r = 1; consecutive && r < num_runs; ++r) {
     consecutive = scale_offsets[r] == scale_offsets[0] + r;
   }

@@ -574,6 +574,9 @@ HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
     const float* p = x + b * block;
     uint8_t* out = codes + b * block;
     if (amax != nullptr && FiniteQuotients(amax[b], pre, divisors[b])) {
+      // `multiply` spelled as a constant, so that each copy of the loop
+      // drops its test (1-2% in cache against passing the flag: fp8
+      // tensorwise 29.2-29.4 against 29.8-30.1 us).
       if (multiply) {
         EncodeBlockT<kFP4, true>(p, block, true, pre, divisors[b], out);
       } else {
