@@ -352,6 +352,128 @@ HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
 }
 #endif  // HWY_TARGET != HWY_SCALAR
 
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// NOTE [ fp4 into bfloat16, 32 values per lookup ]
+// A 512-bit vector holds 32 bfloat16, and AVX-512BW's vpermw looks each of
+// its 16-bit lanes up in a table of 32 16-bit entries. Two runs' 16 signed
+// values fill one table (NOTE [ fp4 through a table of its magnitudes ]: the
+// 8 magnitudes scaled and rounded once, the negative 8 the same with their
+// sign bit flipped), so 32 values take one lookup, and their indices come
+// from 16 code bytes in four operations. Against two runs through 16 float
+// lanes (TwoRunsOf16: two lookups and the sign's arithmetic per 32 values,
+// and a table of 16 floats per two runs) that is half the operations per
+// value. It takes whole groups of 64 values: four runs of 16 (nvfp4) or two
+// of 32 (mxfp4), one after another from an even code.
+
+// The table of two runs whose scales are float lanes 0-7 and 8-15 of
+// `scales`: entry 16 r + c is the bfloat16 of fp4 code c of run r (c < 8 a
+// magnitude times the scales, rounded; c >= 8 the same with its sign
+// flipped). No NaN can arise (SignSymmetric runs), so the rounding add alone
+// rounds (NOTE [ bfloat16 without the NaN test, or without rounding ]).
+template <int kMode>
+HWY_INLINE __m512i SignedBFloat16Table(__m512 scales, __m512 g) {
+  const __m512 magnitudes =
+      _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, 0.0f, 0.5f,
+                     1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+  __m512 v = _mm512_mul_ps(magnitudes, scales);
+  if constexpr (kMode == static_cast<int>(TensorScaleMode::kTimes)) {
+    v = _mm512_mul_ps(v, g);
+  }
+  if constexpr (kMode == static_cast<int>(TensorScaleMode::kDivided)) {
+    v = _mm512_div_ps(v, g);
+  }
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i rounded = _mm512_add_epi32(
+      _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)),
+      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+  // Entry t takes the upper half (16-bit lane 2 f + 1) of float lane
+  // f = 8 (t / 16) + t % 8, and its sign flipped where t % 16 >= 8.
+  const __m512i from = _mm512_set_epi16(
+      31, 29, 27, 25, 23, 21, 19, 17, 31, 29, 27, 25, 23, 21, 19, 17,  //
+      15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1);
+  const __m512i signs = _mm512_maskz_mov_epi16(
+      0xFF00FF00u, _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
+  return _mm512_xor_si512(_mm512_permutexvar_epi16(from, rounded), signs);
+}
+
+// The table indices of the 32 fp4 codes in the 16 bytes at `bytes`, in
+// value order: 16-bit lane 2 j the low nibble of byte j, lane 2 j + 1 its
+// high nibble, each or `run` (16 on the lanes of a table's second run).
+// vpermw reads bits 0-4 of an index; the and clears the other nibble's bits
+// that the shift and the or leave beside each.
+HWY_INLINE __m512i CodeIndices(const uint8_t* HWY_RESTRICT bytes, __m512i run) {
+  const __m512i b = _mm512_cvtepu8_epi32(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  const __m512i nibbles = _mm512_or_si512(b, _mm512_slli_epi32(b, 12));
+  // (nibbles & 0x000F000F) | run.
+  return _mm512_ternarylogic_epi32(nibbles, _mm512_set1_epi32(0x000F000F), run,
+                                   0xEA);
+}
+
+// From run r of a row of fp4 codes, whole groups of 64 values into bfloat16
+// (NOTE [ fp4 into bfloat16, 32 values per lookup ]): 64 / kRun runs of
+// kRun values each, one after another from an even code, with scales that
+// SignSymmetric takes (the tensor scale's part checked by the caller).
+// Returns the first run it did not take.
+template <int kMode, int kRun>
+HWY_INLINE int64_t Fp4GroupsIntoBFloat16(
+    const RowDecoding& d, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
+    uint8_t* HWY_RESTRICT out, int64_t out_base, const int64_t* begins,
+    const int64_t* lengths, const float* scales, int64_t count, int64_t r) {
+  constexpr int kRuns = 64 / kRun;
+  if (((code_base + begins[r]) & 1) != 0) return r;
+  const __m512 g = _mm512_set1_ps(d.g);
+  // Float lanes 0-7 take scale 0 of the four (or two) loaded, 8-15 scale 1;
+  // and for runs of 16, scales 2 and 3 for the second table.
+  const __m512i first_pair =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  const __m512i second_pair =
+      _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  // The second run's table half: runs of 16 change run within each vector
+  // of 32 values (at 16-bit lane 16), runs of 32 from one vector to the
+  // next.
+  const __m512i half = _mm512_set1_epi32(0x00100010);
+  const __m512i run_in_vector =
+      _mm512_maskz_mov_epi32(static_cast<__mmask16>(0xFF00), half);
+  for (; r + kRuns <= count; r += kRuns) {
+    const int64_t begin = begins[r];
+    bool whole = true;
+    for (int k = 0; k < kRuns; ++k) {
+      whole = whole && lengths[r + k] == kRun &&
+              begins[r + k] == begin + k * kRun &&
+              scales[r + k] - scales[r + k] == 0.0f;  // Finite.
+    }
+    if (!whole) break;
+    const uint8_t* const bytes = codes + ((code_base + begin) >> 1);
+    __m512i* const words =
+        reinterpret_cast<__m512i*>(out + 2 * (out_base + begin));
+    if constexpr (kRun == 16) {
+      const __m512 four = _mm512_castps128_ps512(_mm_loadu_ps(scales + r));
+      const __m512i low = SignedBFloat16Table<kMode>(
+          _mm512_permutexvar_ps(first_pair, four), g);
+      const __m512i high = SignedBFloat16Table<kMode>(
+          _mm512_permutexvar_ps(second_pair, four), g);
+      _mm512_storeu_si512(words, _mm512_permutexvar_epi16(
+                                     CodeIndices(bytes, run_in_vector), low));
+      _mm512_storeu_si512(words + 1,
+                          _mm512_permutexvar_epi16(
+                              CodeIndices(bytes + 16, run_in_vector), high));
+    } else {
+      const __m512 two = _mm512_castpd_ps(_mm512_castpd128_pd512(
+          _mm_load_sd(reinterpret_cast<const double*>(scales + r))));
+      const __m512i table =
+          SignedBFloat16Table<kMode>(_mm512_permutexvar_ps(first_pair, two), g);
+      _mm512_storeu_si512(
+          words, _mm512_permutexvar_epi16(
+                     CodeIndices(bytes, _mm512_setzero_si512()), table));
+      _mm512_storeu_si512(words + 1, _mm512_permutexvar_epi16(
+                                         CodeIndices(bytes + 16, half), table));
+    }
+  }
+  return r;
+}
+#endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+
 // Whether a run's bfloat16 can skip the NaN test (NOTE [ bfloat16 without
 // the NaN test, or without rounding ]): neither scale is a NaN, and the
 // table's NaNs round to themselves.
@@ -384,7 +506,31 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
   const bool table_nans_round = kKind != static_cast<int>(CodeKind::kE4M3FN) ||
                                 (dd::NaNRoundsToItself(d.table[0x7F]) &&
                                  dd::NaNRoundsToItself(d.table[0xFF]));
+  // The tensor scale's part of SignSymmetric (1 where there is none).
+  const bool g_symmetric = SignSymmetric<kMode>(1.0f, d.g);
+  (void)g_symmetric;  // Read by the AVX-512 targets only.
   for (int64_t r = 0; r < count; ++r) {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+    if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN) &&
+                  kOut != static_cast<int>(RunOutput::kFloat32)) {
+      // Whole groups of 64 values, 32 per lookup (NOTE [ fp4 into bfloat16,
+      // 32 values per lookup ]).
+      int64_t next = r;
+      if (g_symmetric && lengths[r] == 16) {
+        next =
+            Fp4GroupsIntoBFloat16<kMode, 16>(d, codes, code_base, out, out_base,
+                                             begins, lengths, scales, count, r);
+      } else if (g_symmetric && lengths[r] == 32) {
+        next =
+            Fp4GroupsIntoBFloat16<kMode, 32>(d, codes, code_base, out, out_base,
+                                             begins, lengths, scales, count, r);
+      }
+      if (next != r) {
+        r = next - 1;  // And the loop's ++r.
+        continue;
+      }
+    }
+#endif
 #if HWY_TARGET != HWY_SCALAR
     if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
       // Two adjacent runs of 16 from an even code, both with scales that

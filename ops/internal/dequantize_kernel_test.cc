@@ -115,6 +115,13 @@ float Pick(std::mt19937& rng) {
   return std::ldexp(mantissa(rng), exponent(rng));
 }
 
+// A finite float of any sign, from 2^-140 to 2^121 or 0.
+float PickFinite(std::mt19937& rng) {
+  std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+  std::uniform_int_distribution<int> exponent(-140, 120);
+  return std::ldexp(mantissa(rng), exponent(rng));
+}
+
 // Every SIMD target compiled in and supported by this CPU (AVX-512, AVX2,
 // SSE4, ...), each dispatched in turn.
 TEST(DequantizeKernelTest, RowsMatchTheFormatsDefinitions) {
@@ -164,12 +171,24 @@ void CheckRows() {
             std::vector<int64_t> begins, lengths;
             std::vector<float> scales;
             int64_t n = 0;
-            for (int r = count(rng); r > 0; --r) {
+            // Half the rows are blocks of one size, nvfp4's 16 or mxfp4's
+            // 32, up to 20 of them, with scales mostly finite: whole groups
+            // of 64 values (NOTE [ fp4 into bfloat16, 32 values per lookup ]
+            // in dequantize_kernel.cc), broken where a scale is not.
+            const int row_shape = small(rng);
+            const int64_t block = row_shape == 0 ? 16 : 32;
+            std::uniform_int_distribution<int> blocks(0, 20), eighth(0, 7);
+            for (int r = row_shape < 2 ? blocks(rng) : count(rng); r > 0; --r) {
               begins.push_back(n);
-              // A quarter of the runs are nvfp4's 16, so that adjacent pairs
-              // of them (two runs through one table) occur.
-              lengths.push_back(small(rng) == 0 ? 16 : run(rng));
-              scales.push_back(Pick(rng));
+              // In the other rows a quarter of the runs are nvfp4's 16, so
+              // that adjacent pairs of them (two runs through one table)
+              // occur.
+              lengths.push_back(row_shape < 2     ? block
+                                : small(rng) == 0 ? 16
+                                                  : run(rng));
+              scales.push_back(row_shape < 2 && eighth(rng) != 0
+                                   ? PickFinite(rng)
+                                   : Pick(rng));
               n += lengths.back();
             }
             std::vector<uint8_t> codes(code_base + n + 64);
