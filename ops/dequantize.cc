@@ -351,7 +351,10 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   // A row's scale bytes one after another (row-major scales): looked up as
   // one span, float8_e4m3fn's decoded by their bits.
   const bool e4m3_scales = scales.storage_dtype == dtypes::Float8E4M3FN();
-  bool consecutive = byte_scales;
+  // Or a row's float16 scales one after another (q8_0, q4_0): converted as
+  // one span by their bits.
+  const bool half_scales = direct && scales.storage_dtype == dtypes::Float16();
+  bool consecutive = byte_scales || half_scales;
   for (int64_t r = 1; consecutive && r < num_runs; ++r) {
     consecutive = scale_offsets[r] == scale_offsets[0] + r;
   }
@@ -368,7 +371,11 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
         if (simd) {
           float* const row = row_scales.data();
           const int64_t* const offsets = scale_offsets.data();
-          if (consecutive) {
+          if (consecutive && half_scales) {
+            ops_internal::HalvesToFloats(
+                scale.data() + 2 * (scale_base + i[2] + offsets[0]), num_runs,
+                row);
+          } else if (consecutive) {
             ops_internal::LookUpBytes(
                 scale.data() + scale_base + i[2] + offsets[0], num_runs,
                 e4m3_scales, scale.table(), row);

@@ -353,50 +353,85 @@ HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
 #endif  // HWY_TARGET != HWY_SCALAR
 
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-// NOTE [ fp4 into bfloat16, 32 values per lookup ]
+// NOTE [ 4-bit codes into bfloat16, 32 values per lookup ]
 // A 512-bit vector holds 32 bfloat16, and AVX-512BW's vpermw looks each of
-// its 16-bit lanes up in a table of 32 16-bit entries. Two runs' 16 signed
-// values fill one table (NOTE [ fp4 through a table of its magnitudes ]: the
-// 8 magnitudes scaled and rounded once, the negative 8 the same with their
-// sign bit flipped), so 32 values take one lookup, and their indices come
-// from 16 code bytes in four operations. Against two runs through 16 float
-// lanes (TwoRunsOf16: two lookups and the sign's arithmetic per 32 values,
-// and a table of 16 floats per two runs) that is half the operations per
-// value. It takes whole groups of 64 values: four runs of 16 (nvfp4) or two
-// of 32 (mxfp4), one after another from an even code.
-
-// The table of two runs whose scales are float lanes 0-7 and 8-15 of
-// `scales`: entry 16 r + c is the bfloat16 of fp4 code c of run r (c < 8 a
-// magnitude times the scales, rounded; c >= 8 the same with its sign
-// flipped). No NaN can arise (SignSymmetric runs), so the rounding add alone
+// its 16-bit lanes up in a table of 32 16-bit entries: two runs' 16 values,
+// each scaled and rounded once. For fp4 that is the 8 magnitudes of each run
+// (NOTE [ fp4 through a table of its magnitudes ]), the negative 8 the same
+// with their sign bit flipped; for uint4 the 16 codes minus the zero point.
+// So 32 values take one lookup, and their indices come from 16 code bytes in
+// four operations. Against two runs through 16 float lanes (TwoRunsOf16: two
+// lookups and the sign's arithmetic per 32 values) that is half the
+// operations per value. It takes whole groups of 64 values: four runs of 16
+// (nvfp4) or two of 32 (mxfp4, q4_0), one after another from an even code,
+// whose values no NaN can be among (finite scales, a tensor scale that
+// SignSymmetric takes, a finite zero point), so that the rounding add alone
 // rounds (NOTE [ bfloat16 without the NaN test, or without rounding ]).
+
+// v rounded to bfloat16 by the add alone, in the upper half of each lane.
+HWY_INLINE __m512i RoundedToBFloat16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  return _mm512_add_epi32(
+      _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)),
+      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+}
+
 template <int kMode>
-HWY_INLINE __m512i SignedBFloat16Table(__m512 scales, __m512 g) {
-  const __m512 magnitudes =
-      _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, 0.0f, 0.5f,
-                     1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
-  __m512 v = _mm512_mul_ps(magnitudes, scales);
+HWY_INLINE __m512 TimesScales(__m512 values, __m512 scales, __m512 g) {
+  __m512 v = _mm512_mul_ps(values, scales);
   if constexpr (kMode == static_cast<int>(TensorScaleMode::kTimes)) {
     v = _mm512_mul_ps(v, g);
   }
   if constexpr (kMode == static_cast<int>(TensorScaleMode::kDivided)) {
     v = _mm512_div_ps(v, g);
   }
-  const __m512i u = _mm512_castps_si512(v);
-  const __m512i rounded = _mm512_add_epi32(
-      _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)),
-      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
-  // Entry t takes the upper half (16-bit lane 2 f + 1) of float lane
-  // f = 8 (t / 16) + t % 8, and its sign flipped where t % 16 >= 8.
-  const __m512i from = _mm512_set_epi16(
-      31, 29, 27, 25, 23, 21, 19, 17, 31, 29, 27, 25, 23, 21, 19, 17,  //
-      15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1);
-  const __m512i signs = _mm512_maskz_mov_epi16(
-      0xFF00FF00u, _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
-  return _mm512_xor_si512(_mm512_permutexvar_epi16(from, rounded), signs);
+  return v;
 }
 
-// The table indices of the 32 fp4 codes in the 16 bytes at `bytes`, in
+// The table of the two runs whose scales are at `two_scales`: entry 16 r + c
+// is the bfloat16 of code c of run r. `zero_point` is uint4's table[0] (each
+// code's value is c + table[0], as Decode computes it).
+template <int kKind, int kMode>
+HWY_INLINE __m512i TableOfTwoRuns(const float* two_scales, __m512 g,
+                                  __m512 zero_point) {
+  if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
+    // Float lanes 0-7 the first run's 8 magnitudes, 8-15 the second's.
+    const __m512 magnitudes =
+        _mm512_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f, 0.0f,
+                       0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
+    const __m512 scales = _mm512_permutexvar_ps(
+        _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+        _mm512_castpd_ps(_mm512_castpd128_pd512(
+            _mm_load_sd(reinterpret_cast<const double*>(two_scales)))));
+    const __m512i rounded =
+        RoundedToBFloat16(TimesScales<kMode>(magnitudes, scales, g));
+    // Entry t takes the upper half (16-bit lane 2 f + 1) of float lane
+    // f = 8 (t / 16) + t % 8, its sign flipped where t % 16 >= 8.
+    const __m512i from = _mm512_set_epi16(
+        31, 29, 27, 25, 23, 21, 19, 17, 31, 29, 27, 25, 23, 21, 19, 17,  //
+        15, 13, 11, 9, 7, 5, 3, 1, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i signs = _mm512_maskz_mov_epi16(
+        0xFF00FF00u, _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
+    return _mm512_xor_si512(_mm512_permutexvar_epi16(from, rounded), signs);
+  } else {
+    // Float lane c: code c minus the zero point, times each run's scale.
+    const __m512 codes = _mm512_add_ps(
+        _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f,
+                       9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f),
+        zero_point);
+    const __m512i first = RoundedToBFloat16(
+        TimesScales<kMode>(codes, _mm512_set1_ps(two_scales[0]), g));
+    const __m512i second = RoundedToBFloat16(
+        TimesScales<kMode>(codes, _mm512_set1_ps(two_scales[1]), g));
+    // The upper halves: entries 0-15 from `first`, 16-31 from `second`.
+    const __m512i upper = _mm512_set_epi16(
+        63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
+        31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    return _mm512_permutex2var_epi16(first, upper, second);
+  }
+}
+
+// The table indices of the 32 4-bit codes in the 16 bytes at `bytes`, in
 // value order: 16-bit lane 2 j the low nibble of byte j, lane 2 j + 1 its
 // high nibble, each or `run` (16 on the lanes of a table's second run).
 // vpermw reads bits 0-4 of an index; the and clears the other nibble's bits
@@ -410,25 +445,20 @@ HWY_INLINE __m512i CodeIndices(const uint8_t* HWY_RESTRICT bytes, __m512i run) {
                                    0xEA);
 }
 
-// From run r of a row of fp4 codes, whole groups of 64 values into bfloat16
-// (NOTE [ fp4 into bfloat16, 32 values per lookup ]): 64 / kRun runs of
-// kRun values each, one after another from an even code, with scales that
-// SignSymmetric takes (the tensor scale's part checked by the caller).
+// From run r of a row of 4-bit codes, whole groups of 64 values into
+// bfloat16 (NOTE [ 4-bit codes into bfloat16, 32 values per lookup ]): 64 /
+// kRun runs of kRun values each, one after another from an even code, with
+// finite scales (the tensor scale and the zero point checked by the caller).
 // Returns the first run it did not take.
-template <int kMode, int kRun>
-HWY_INLINE int64_t Fp4GroupsIntoBFloat16(
+template <int kKind, int kMode, int kRun>
+HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     const RowDecoding& d, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
     uint8_t* HWY_RESTRICT out, int64_t out_base, const int64_t* begins,
     const int64_t* lengths, const float* scales, int64_t count, int64_t r) {
   constexpr int kRuns = 64 / kRun;
   if (((code_base + begins[r]) & 1) != 0) return r;
   const __m512 g = _mm512_set1_ps(d.g);
-  // Float lanes 0-7 take scale 0 of the four (or two) loaded, 8-15 scale 1;
-  // and for runs of 16, scales 2 and 3 for the second table.
-  const __m512i first_pair =
-      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-  const __m512i second_pair =
-      _mm512_setr_epi32(2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+  const __m512 zero_point = _mm512_set1_ps(d.table[0]);
   // The second run's table half: runs of 16 change run within each vector
   // of 32 values (at 16-bit lane 16), runs of 32 from one vector to the
   // next.
@@ -448,21 +478,18 @@ HWY_INLINE int64_t Fp4GroupsIntoBFloat16(
     __m512i* const words =
         reinterpret_cast<__m512i*>(out + 2 * (out_base + begin));
     if constexpr (kRun == 16) {
-      const __m512 four = _mm512_castps128_ps512(_mm_loadu_ps(scales + r));
-      const __m512i low = SignedBFloat16Table<kMode>(
-          _mm512_permutexvar_ps(first_pair, four), g);
-      const __m512i high = SignedBFloat16Table<kMode>(
-          _mm512_permutexvar_ps(second_pair, four), g);
+      const __m512i low =
+          TableOfTwoRuns<kKind, kMode>(scales + r, g, zero_point);
+      const __m512i high =
+          TableOfTwoRuns<kKind, kMode>(scales + r + 2, g, zero_point);
       _mm512_storeu_si512(words, _mm512_permutexvar_epi16(
                                      CodeIndices(bytes, run_in_vector), low));
       _mm512_storeu_si512(words + 1,
                           _mm512_permutexvar_epi16(
                               CodeIndices(bytes + 16, run_in_vector), high));
     } else {
-      const __m512 two = _mm512_castpd_ps(_mm512_castpd128_pd512(
-          _mm_load_sd(reinterpret_cast<const double*>(scales + r))));
       const __m512i table =
-          SignedBFloat16Table<kMode>(_mm512_permutexvar_ps(first_pair, two), g);
+          TableOfTwoRuns<kKind, kMode>(scales + r, g, zero_point);
       _mm512_storeu_si512(
           words, _mm512_permutexvar_epi16(
                      CodeIndices(bytes, _mm512_setzero_si512()), table));
@@ -506,24 +533,26 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
   const bool table_nans_round = kKind != static_cast<int>(CodeKind::kE4M3FN) ||
                                 (dd::NaNRoundsToItself(d.table[0x7F]) &&
                                  dd::NaNRoundsToItself(d.table[0xFF]));
-  // The tensor scale's part of SignSymmetric (1 where there is none).
-  const bool g_symmetric = SignSymmetric<kMode>(1.0f, d.g);
-  (void)g_symmetric;  // Read by the AVX-512 targets only.
+  // Whether groups of 4-bit codes may go through tables of bfloat16: the
+  // tensor scale's part of SignSymmetric, and uint4's zero point finite.
+  const bool four_bit_groups = SignSymmetric<kMode>(1.0f, d.g) &&
+                               (kKind != static_cast<int>(CodeKind::kUInt4) ||
+                                d.table[0] - d.table[0] == 0.0f);
+  (void)four_bit_groups;  // Read by the AVX-512 targets only.
   for (int64_t r = 0; r < count; ++r) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-    if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN) &&
-                  kOut != static_cast<int>(RunOutput::kFloat32)) {
-      // Whole groups of 64 values, 32 per lookup (NOTE [ fp4 into bfloat16,
-      // 32 values per lookup ]).
+    if constexpr (kPacked4 && kOut != static_cast<int>(RunOutput::kFloat32)) {
+      // Whole groups of 64 values, 32 per lookup (NOTE [ 4-bit codes into
+      // bfloat16, 32 values per lookup ]).
       int64_t next = r;
-      if (g_symmetric && lengths[r] == 16) {
-        next =
-            Fp4GroupsIntoBFloat16<kMode, 16>(d, codes, code_base, out, out_base,
-                                             begins, lengths, scales, count, r);
-      } else if (g_symmetric && lengths[r] == 32) {
-        next =
-            Fp4GroupsIntoBFloat16<kMode, 32>(d, codes, code_base, out, out_base,
-                                             begins, lengths, scales, count, r);
+      if (four_bit_groups && lengths[r] == 16) {
+        next = FourBitGroupsIntoBFloat16<kKind, kMode, 16>(
+            d, codes, code_base, out, out_base, begins, lengths, scales, count,
+            r);
+      } else if (four_bit_groups && lengths[r] == 32) {
+        next = FourBitGroupsIntoBFloat16<kKind, kMode, 32>(
+            d, codes, code_base, out, out_base, begins, lengths, scales, count,
+            r);
       }
       if (next != r) {
         r = next - 1;  // And the loop's ++r.
@@ -727,6 +756,50 @@ void LookUpBytesSimd(const uint8_t* HWY_RESTRICT bytes, int64_t n, int e4m3,
   for (; i < n; ++i) out[i] = table[bytes[i]];
 }
 
+// out[i] = the float of the float16 bits at halves + 2 i (little-endian),
+// for i < n, by the bits, as HalfToFloat (dtype/float_formats.h) computes
+// it: a NaN keeps its payload, signaling or not. The float whose bits are
+// the half's magnitude moved up 13 places is its value times 2^-112 (a
+// subnormal half becomes a subnormal float), which the multiply makes
+// exact; exponent 31 (infinities, NaNs) takes float's exponent 255 instead.
+void HalvesToFloatsSimd(const uint8_t* HWY_RESTRICT halves, int64_t n,
+                        float* HWY_RESTRICT out) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint16_t, decltype(df)> d16;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  int64_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    const auto h = hn::PromoteTo(
+        du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(halves) + i));
+    const auto magnitude = hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x7FFFu)));
+    const auto finite = hn::BitCast(
+        du, hn::Mul(hn::BitCast(df, magnitude), hn::Set(df, 0x1p112f)));
+    const auto special = hn::Or(magnitude, hn::Set(du, 0x7F800000u));
+    // Exponent 31 (magnitudes are below 2^28: a signed comparison).
+    const auto special_exponent =
+        hn::Gt(hn::BitCast(di, magnitude), hn::Set(di, 0x0F7FFFFF));
+    const auto value =
+        hn::IfThenElse(hn::RebindMask(du, special_exponent), special, finite);
+    const auto sign = hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u)));
+    hn::StoreU(hn::BitCast(df, hn::Or(value, sign)), df, out + i);
+  }
+  for (; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, halves + 2 * i, 2);
+    const uint32_t magnitude = static_cast<uint32_t>(h & 0x7FFFu) << 13;
+    float finite;
+    std::memcpy(&finite, &magnitude, 4);
+    finite *= 0x1p112f;
+    uint32_t bits;
+    std::memcpy(&bits, &finite, 4);
+    if (magnitude >= 0x0F800000u) bits = magnitude | 0x7F800000u;
+    bits |= static_cast<uint32_t>(h & 0x8000u) << 16;
+    std::memcpy(out + i, &bits, 4);
+  }
+}
+
 // The Highway target this copy of the kernels was compiled for.
 const char* DequantizeTargetSimd() { return hwy::TargetName(HWY_TARGET); }
 
@@ -742,10 +815,15 @@ namespace ops_internal {
 HWY_EXPORT(DequantizeRowSimd);
 HWY_EXPORT(DequantizeTargetSimd);
 HWY_EXPORT(LookUpBytesSimd);
+HWY_EXPORT(HalvesToFloatsSimd);
 
 void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
                  float* out) {
   HWY_DYNAMIC_DISPATCH(LookUpBytesSimd)(bytes, n, e4m3 ? 1 : 0, table, out);
+}
+
+void HalvesToFloats(const uint8_t* halves, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(HalvesToFloatsSimd)(halves, n, out);
 }
 
 const char* DequantizeKernelTarget() {

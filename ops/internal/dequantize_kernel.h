@@ -61,6 +61,12 @@ void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
 void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
                  float* out);
 
+// out[i] = the float of the float16 at halves + 2 i (little-endian, any
+// alignment), for i < n, in SIMD: a row's float16 scales (q8_0, q4_0), where
+// a call per scale was a quarter of dequantizing q4_0. Bit for bit
+// HalfToFloat's floats, NaN payloads kept.
+void HalvesToFloats(const uint8_t* halves, int64_t n, float* out);
+
 // The Highway target that the run-time dispatch of DequantizeRow picks on
 // this CPU, for benchmark reports.
 const char* DequantizeKernelTarget();

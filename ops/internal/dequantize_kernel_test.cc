@@ -337,6 +337,57 @@ TEST(DequantizeKernelTest, LookUpBytesIsTheTableOnEveryTarget) {
   hwy::SetSupportedTargetsForTest(0);
 }
 
+// HalvesToFloats gives every float16's value from binary16's definition
+// (exact in float), a NaN its sign and payload moved up 13 places, signaling
+// or not; at every count around the vector widths from odd byte addresses,
+// writing nothing past n, on every target.
+TEST(DequantizeKernelTest, HalvesToFloatsIsTheDefinitionOnEveryTarget) {
+  std::vector<uint32_t> want(65536);
+  std::vector<uint8_t> halves(2 * 65536 + 1);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const uint32_t sign = (h >> 15) << 31;
+    const int e = static_cast<int>((h >> 10) & 31);
+    const uint32_t m = h & 1023;
+    if (e == 31) {
+      want[h] = sign | 0x7F800000u | (m << 13);
+    } else {
+      const double magnitude =
+          e == 0 ? std::ldexp(m, -24) : std::ldexp(1024 + m, e - 25);
+      const float v = static_cast<float>(sign ? -magnitude : magnitude);
+      std::memcpy(&want[h], &v, 4);
+    }
+    halves[1 + 2 * h] = static_cast<uint8_t>(h & 0xFF);  // Little-endian.
+    halves[2 + 2 * h] = static_cast<uint8_t>(h >> 8);
+  }
+  int targets = 0;
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    SCOPED_TRACE(hwy::TargetName(target));
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<float> all(65536);
+    HalvesToFloats(halves.data() + 1, 65536, all.data());
+    std::vector<uint32_t> got(65536);
+    std::memcpy(got.data(), all.data(), 4 * 65536);
+    for (uint32_t h = 0; h < 65536; ++h) {
+      ASSERT_EQ(got[h], want[h]) << "half 0x" << std::hex << h;
+    }
+    for (int64_t n = 0; n <= 70; ++n) {
+      for (const int64_t first : {0, 0x7C01, 0x03F0}) {  // A NaN, subnormals.
+        std::vector<float> out(n + 1, -1.5f);
+        HalvesToFloats(halves.data() + 1 + 2 * first, n, out.data());
+        for (int64_t i = 0; i < n; ++i) {
+          uint32_t bits;
+          std::memcpy(&bits, &out[i], 4);
+          ASSERT_EQ(bits, want[first + i]) << n << " " << i;
+        }
+        ASSERT_EQ(out[n], -1.5f) << "written past " << n;
+      }
+    }
+    ++targets;
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GE(targets, 1);
+}
+
 }  // namespace
 }  // namespace ops_internal
 }  // namespace strata
