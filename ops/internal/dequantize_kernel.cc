@@ -499,6 +499,62 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
   }
   return r;
 }
+
+// NOTE [ Long e4m3 runs into bfloat16 through a table of 128 ]
+// A run of e4m3 codes with one scale takes its values from 128 magnitudes
+// (NOTE [ fp4 through a table of its magnitudes ]: x s, x g, / g and the
+// rounding are symmetric in the sign), so a long run computes the 128 once,
+// scaled and rounded (16 float vectors of arithmetic), into four vectors of
+// 32 bfloat16, and each code is a lookup: two vpermi2w over entries 0-63 and
+// 64-127, a blend by bit 6, and the sign bit's exclusive or, 8 operations
+// per 32 values against about 30 by the bits. The table pays for itself
+// from about 96 values; runs of at least kTableRun (the 128 of DeepSeek's
+// blocks, rowwise and tensorwise rows) take it. It needs the run's values
+// NaN-free but for the table's NaNs, which must round to themselves through
+// the add, and code 0xFF's NaN must be code 0x7F's with its sign flipped
+// (the caller checks both once per row).
+constexpr int64_t kTableRun = 128;
+
+// The values of the e4m3 run of n codes at `codes` with scale s into the
+// bfloat16 at `words`, 32 at a time; returns how many it wrote (a multiple
+// of 32; the rest is the caller's).
+template <int kMode>
+HWY_INLINE int64_t E4M3RunIntoBFloat16(const RowDecoding& d,
+                                       const uint8_t* HWY_RESTRICT codes,
+                                       float s, int64_t n,
+                                       uint16_t* HWY_RESTRICT words) {
+  const __m512 scale = _mm512_set1_ps(s);
+  const __m512 g = _mm512_set1_ps(d.g);
+  // The upper halves of two vectors of floats: entries 0-15 from the first,
+  // 16-31 from the second.
+  const __m512i upper = _mm512_set_epi16(
+      63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
+      31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  __m512i table[4];
+  for (int q = 0; q < 4; ++q) {
+    const __m512i first = RoundedToBFloat16(
+        TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q), scale, g));
+    const __m512i second = RoundedToBFloat16(
+        TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q + 16), scale, g));
+    table[q] = _mm512_permutex2var_epi16(first, upper, second);
+  }
+  const __m512i bit6 = _mm512_set1_epi16(0x40);
+  const __m512i sign = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
+  int64_t done = 0;
+  for (; n - done >= 32; done += 32) {
+    const __m512i code = _mm512_cvtepu8_epi16(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + done)));
+    const __m512i low = _mm512_permutex2var_epi16(table[0], code, table[1]);
+    const __m512i high = _mm512_permutex2var_epi16(table[2], code, table[3]);
+    const __m512i magnitude =
+        _mm512_mask_blend_epi16(_mm512_test_epi16_mask(code, bit6), low, high);
+    // magnitude ^ ((code << 8) & 0x8000): the code's sign bit 7 to bit 15.
+    _mm512_storeu_si512(words + done,
+                        _mm512_ternarylogic_epi32(
+                            magnitude, _mm512_slli_epi16(code, 8), sign, 0x78));
+  }
+  return done;
+}
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 
 // Whether a run's bfloat16 can skip the NaN test (NOTE [ bfloat16 without
@@ -539,6 +595,17 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
                                (kKind != static_cast<int>(CodeKind::kUInt4) ||
                                 d.table[0] - d.table[0] == 0.0f);
   (void)four_bit_groups;  // Read by the AVX-512 targets only.
+  // Whether long e4m3 runs may go through a table of their 128 magnitudes
+  // (NOTE [ Long e4m3 runs into bfloat16 through a table of 128 ]).
+  bool e4m3_table = false;
+  if constexpr (kKind == static_cast<int>(CodeKind::kE4M3FN)) {
+    uint32_t nan_bits, negative_nan_bits;
+    std::memcpy(&nan_bits, &d.table[0x7F], 4);
+    std::memcpy(&negative_nan_bits, &d.table[0xFF], 4);
+    e4m3_table =
+        table_nans_round && negative_nan_bits == (nan_bits ^ 0x80000000u);
+  }
+  (void)e4m3_table;
   for (int64_t r = 0; r < count; ++r) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     if constexpr (kPacked4 && kOut != static_cast<int>(RunOutput::kFloat32)) {
@@ -643,6 +710,16 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
         // NaN test, or without rounding ] for the first two loops.
         const hn::Repartition<uint16_t, DF> dw16;
         uint16_t* const words = reinterpret_cast<uint16_t*>(out);
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+        if constexpr (kKind == static_cast<int>(CodeKind::kE4M3FN)) {
+          // NOTE [ Long e4m3 runs into bfloat16 through a table of 128 ].
+          if (n >= kTableRun && e4m3_table && SignSymmetric<kMode>(s, d.g)) {
+            const int64_t done =
+                E4M3RunIntoBFloat16<kMode>(d, codes + c, s, n, words + o);
+            c += done, o += done, n -= done;
+          }
+        }
+#endif
         if (kKind == static_cast<int>(CodeKind::kE4M3FN) &&
             kMode == static_cast<int>(TensorScaleMode::kNone) &&
             table_nans_round && dd::ExactPowerOfTwoScale(s)) {

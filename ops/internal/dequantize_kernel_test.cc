@@ -171,22 +171,29 @@ void CheckRows() {
             std::vector<int64_t> begins, lengths;
             std::vector<float> scales;
             int64_t n = 0;
-            // Half the rows are blocks of one size, nvfp4's 16 or mxfp4's
-            // 32, up to 20 of them, with scales mostly finite: whole groups
-            // of 64 values (NOTE [ fp4 into bfloat16, 32 values per lookup ]
-            // in dequantize_kernel.cc), broken where a scale is not.
+            // A quarter of the rows each: blocks of nvfp4's 16 or mxfp4's 32,
+            // up to 20 of them (whole groups of 64 values, NOTE [ 4-bit codes
+            // into bfloat16, 32 values per lookup ] in dequantize_kernel.cc);
+            // runs of 100 to 300 values, up to 6 (NOTE [ Long e4m3 runs into
+            // bfloat16 through a table of 128 ]); scales mostly finite in
+            // both. The last quarter: runs of 1 to 70.
             const int row_shape = small(rng);
-            const int64_t block = row_shape == 0 ? 16 : 32;
-            std::uniform_int_distribution<int> blocks(0, 20), eighth(0, 7);
-            for (int r = row_shape < 2 ? blocks(rng) : count(rng); r > 0; --r) {
+            std::uniform_int_distribution<int> blocks(0, 20), eighth(0, 7),
+                long_runs(0, 6), long_run(100, 300);
+            int runs = row_shape < 2    ? blocks(rng)
+                       : row_shape == 2 ? long_runs(rng)
+                                        : count(rng);
+            for (; runs > 0; --runs) {
               begins.push_back(n);
-              // In the other rows a quarter of the runs are nvfp4's 16, so
+              // In the last quarter a quarter of the runs are nvfp4's 16, so
               // that adjacent pairs of them (two runs through one table)
               // occur.
-              lengths.push_back(row_shape < 2     ? block
+              lengths.push_back(row_shape == 0    ? 16
+                                : row_shape == 1  ? 32
+                                : row_shape == 2  ? long_run(rng)
                                 : small(rng) == 0 ? 16
                                                   : run(rng));
-              scales.push_back(row_shape < 2 && eighth(rng) != 0
+              scales.push_back(row_shape < 3 && eighth(rng) != 0
                                    ? PickFinite(rng)
                                    : Pick(rng));
               n += lengths.back();
