@@ -515,14 +515,11 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
 // (the caller checks both once per row).
 constexpr int64_t kTableRun = 128;
 
-// The values of the e4m3 run of n codes at `codes` with scale s into the
-// bfloat16 at `words`, 32 at a time; returns how many it wrote (a multiple
-// of 32; the rest is the caller's).
+// The 128 magnitudes of e4m3 (d.table's first half) times s (then x g or
+// / g), rounded to bfloat16 by the add: entries 32 q to 32 q + 31 in
+// table[q].
 template <int kMode>
-HWY_INLINE int64_t E4M3RunIntoBFloat16(const RowDecoding& d,
-                                       const uint8_t* HWY_RESTRICT codes,
-                                       float s, int64_t n,
-                                       uint16_t* HWY_RESTRICT words) {
+HWY_INLINE void ScaledE4M3Table(const RowDecoding& d, float s, __m512i* table) {
   const __m512 scale = _mm512_set1_ps(s);
   const __m512 g = _mm512_set1_ps(d.g);
   // The upper halves of two vectors of floats: entries 0-15 from the first,
@@ -530,7 +527,6 @@ HWY_INLINE int64_t E4M3RunIntoBFloat16(const RowDecoding& d,
   const __m512i upper = _mm512_set_epi16(
       63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
       31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  __m512i table[4];
   for (int q = 0; q < 4; ++q) {
     const __m512i first = RoundedToBFloat16(
         TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q), scale, g));
@@ -538,6 +534,41 @@ HWY_INLINE int64_t E4M3RunIntoBFloat16(const RowDecoding& d,
         TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q + 16), scale, g));
     table[q] = _mm512_permutex2var_epi16(first, upper, second);
   }
+}
+
+// NOTE [ e4m3 times a power of two through the table of 1 ]
+// With no tensor scale and s = 2^k (mxfp8's E8M0 scales), a run's table is
+// the table of s = 1 with k added to the exponent of every entry but 0 and
+// the NaN (127): the magnitudes of e4m3 are exact bfloat16 of exponents
+// 118 (2^-9) to 135 (448), so for -117 <= k <= 119 the sum is the exact
+// bfloat16 of the magnitude times 2^k, which is what the float product
+// gives (NOTE [ bfloat16 without the NaN test, or without rounding ]); 0
+// times 2^k is 0, and NaN times 2^k the NaN. Four adds per run, not 16
+// float vectors of arithmetic, so runs of 32 (mxfp8's blocks) take the
+// lookups too; the table of 1 is built once per row.
+inline bool PowerOfTwoInTableRange(float s, int* k) {
+  uint32_t u;
+  std::memcpy(&u, &s, 4);
+  const int exponent = static_cast<int>(u >> 23);  // The sign must be 0.
+  *k = exponent - 127;
+  return (u & 0x007FFFFFu) == 0 && *k >= -117 && *k <= 119;
+}
+
+HWY_INLINE void PowerOfTwoE4M3Table(const __m512i* one, int k, __m512i* table) {
+  const __m512i add = _mm512_set1_epi16(static_cast<int16_t>(k * 128));
+  table[0] = _mm512_mask_add_epi16(one[0], 0xFFFFFFFEu, one[0], add);
+  table[1] = _mm512_add_epi16(one[1], add);
+  table[2] = _mm512_add_epi16(one[2], add);
+  table[3] = _mm512_mask_add_epi16(one[3], 0x7FFFFFFFu, one[3], add);
+}
+
+// The values of the e4m3 run of n codes at `codes` through `table` (the
+// run's 128 magnitudes as bfloat16) into the bfloat16 at `words`, 32 at a
+// time; returns how many it wrote (a multiple of 32; the rest is the
+// caller's).
+HWY_INLINE int64_t E4M3ThroughTable(const __m512i* table,
+                                    const uint8_t* HWY_RESTRICT codes,
+                                    int64_t n, uint16_t* HWY_RESTRICT words) {
   const __m512i bit6 = _mm512_set1_epi16(0x40);
   const __m512i sign = _mm512_set1_epi16(static_cast<int16_t>(0x8000));
   int64_t done = 0;
@@ -554,6 +585,29 @@ HWY_INLINE int64_t E4M3RunIntoBFloat16(const RowDecoding& d,
                             magnitude, _mm512_slli_epi16(code, 8), sign, 0x78));
   }
   return done;
+}
+
+// From run r of a row of e4m3 codes, the runs whose length is a multiple of
+// 32 and whose scale is a power of two in PowerOfTwoInTableRange, each
+// through the table of 1 with its exponent added (NOTE [ e4m3 times a power
+// of two through the table of 1 ]), in one loop: mxfp8's runs of 32 are too
+// short to pay RowT's per-run work. Returns the first run it did not take.
+HWY_INLINE int64_t E4M3PowerOfTwoRuns(
+    const __m512i* one, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
+    uint16_t* HWY_RESTRICT words, int64_t out_base, const int64_t* begins,
+    const int64_t* lengths, const float* scales, int64_t count, int64_t r) {
+  for (; r < count; ++r) {
+    int k;
+    const int64_t n = lengths[r];
+    if (n < 32 || n % 32 != 0 || !PowerOfTwoInTableRange(scales[r], &k)) {
+      break;
+    }
+    __m512i table[4];
+    PowerOfTwoE4M3Table(one, k, table);
+    E4M3ThroughTable(table, codes + code_base + begins[r], n,
+                     words + out_base + begins[r]);
+  }
+  return r;
 }
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 
@@ -606,6 +660,11 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
         table_nans_round && negative_nan_bits == (nan_bits ^ 0x80000000u);
   }
   (void)e4m3_table;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  // The table of s = 1, built at the first run that needs it.
+  __m512i table_of_one[4];
+  bool has_table_of_one = false;
+#endif
   for (int64_t r = 0; r < count; ++r) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     if constexpr (kPacked4 && kOut != static_cast<int>(RunOutput::kFloat32)) {
@@ -624,6 +683,27 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
       if (next != r) {
         r = next - 1;  // And the loop's ++r.
         continue;
+      }
+    }
+    if constexpr (kKind == static_cast<int>(CodeKind::kE4M3FN) &&
+                  kOut != static_cast<int>(RunOutput::kFloat32) &&
+                  kMode == static_cast<int>(TensorScaleMode::kNone)) {
+      // Runs of 32 with power-of-two scales (mxfp8), in one loop (NOTE [ e4m3
+      // times a power of two through the table of 1 ]).
+      int k;
+      if (e4m3_table && lengths[r] % 32 == 0 && lengths[r] > 0 &&
+          PowerOfTwoInTableRange(scales[r], &k)) {
+        if (!has_table_of_one) {
+          ScaledE4M3Table<kMode>(d, 1.0f, table_of_one);
+          has_table_of_one = true;
+        }
+        const int64_t next = E4M3PowerOfTwoRuns(
+            table_of_one, codes, code_base, reinterpret_cast<uint16_t*>(out),
+            out_base, begins, lengths, scales, count, r);
+        if (next != r) {
+          r = next - 1;  // And the loop's ++r.
+          continue;
+        }
       }
     }
 #endif
@@ -714,8 +794,10 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
         if constexpr (kKind == static_cast<int>(CodeKind::kE4M3FN)) {
           // NOTE [ Long e4m3 runs into bfloat16 through a table of 128 ].
           if (n >= kTableRun && e4m3_table && SignSymmetric<kMode>(s, d.g)) {
+            __m512i table[4];
+            ScaledE4M3Table<kMode>(d, s, table);
             const int64_t done =
-                E4M3RunIntoBFloat16<kMode>(d, codes + c, s, n, words + o);
+                E4M3ThroughTable(table, codes + c, n, words + o);
             c += done, o += done, n -= done;
           }
         }

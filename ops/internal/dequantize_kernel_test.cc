@@ -115,8 +115,17 @@ float Pick(std::mt19937& rng) {
   return std::ldexp(mantissa(rng), exponent(rng));
 }
 
-// A finite float of any sign, from 2^-140 to 2^121 or 0.
+// A finite float of any sign: a quarter of the time a power of two from
+// 2^-127 to 2^127, positive but for one in eight (NOTE [ e4m3 times a power
+// of two through the table of 1 ] in dequantize_kernel.cc), else from
+// 2^-140 to 2^121 or 0.
 float PickFinite(std::mt19937& rng) {
+  std::uniform_int_distribution<int> quarter(0, 3), eighth(0, 7),
+      power(-127, 127);
+  if (quarter(rng) == 0) {
+    const float p = std::ldexp(1.0f, power(rng));
+    return eighth(rng) == 0 ? -p : p;
+  }
   std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
   std::uniform_int_distribution<int> exponent(-140, 120);
   return std::ldexp(mantissa(rng), exponent(rng));
