@@ -401,8 +401,9 @@ HWY_INLINE __m512i TableOfTwoRuns(const float* two_scales, __m512 g,
                        0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
     const __m512 scales = _mm512_permutexvar_ps(
         _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-        _mm512_castpd_ps(_mm512_castpd128_pd512(
-            _mm_load_sd(reinterpret_cast<const double*>(two_scales)))));
+        // The two floats by an unaligned 8-byte load.
+        _mm512_castps128_ps512(_mm_castsi128_ps(
+            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(two_scales)))));
     const __m512i rounded =
         RoundedToBFloat16(TimesScales<kMode>(magnitudes, scales, g));
     // Entry t takes the upper half (16-bit lane 2 f + 1) of float lane
