@@ -271,6 +271,41 @@ void ConvertRunsFor(TensorScale ts, const std::vector<ScaleRun>& runs,
   }
 }
 
+// Where a row's codes do not follow one another (code_last, the innermost
+// mode's code offsets): each run's code start into `starts`, and whether the
+// runs are in ggml's split halves (RowDecoding::split_halves: 32 values of
+// 4-bit codes from an even element, value k < 16 at start + 2k, 16 + k at
+// start + 2k + 1, with every row's base even: `offset` and every outer
+// mode's offsets) rather than each in order (value k at start + k); nullopt
+// where they are neither. O(row length), once per Dequantize.
+std::optional<bool> RunCodes(const std::vector<ScaleRun>& runs,
+                             const ModeAccess& code_last, bool four_bit,
+                             int64_t offset,
+                             const std::vector<ModeAccess>& code_access,
+                             std::vector<int64_t>* starts) {
+  bool in_order = true;
+  bool split = four_bit && offset % 2 == 0;
+  for (size_t m = 0; split && m + 1 < code_access.size(); ++m) {
+    const ModeAccess& mode = code_access[m];
+    split = mode.strided()
+                ? mode.stride % 2 == 0
+                : std::all_of(mode.table.begin(), mode.table.end(),
+                              [](int64_t at) { return at % 2 == 0; });
+  }
+  for (const ScaleRun& run : runs) {
+    const int64_t start = code_last.at(run.begin);
+    starts->push_back(start);
+    split = split && run.length == 32 && start % 2 == 0;
+    for (int64_t k = 0; k < run.length && (in_order || split); ++k) {
+      const int64_t at = code_last.at(run.begin + k);
+      in_order = in_order && at == start + k;
+      split = split && at == start + (k < 16 ? 2 * k : 2 * (k - 16) + 1);
+    }
+    if (!in_order && !split) return std::nullopt;
+  }
+  return !in_order;
+}
+
 // The kernel of NOTE [ Runs of one scale ], when it applies; false otherwise
 // (nothing written).
 bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
@@ -289,10 +324,11 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   const int64_t n = shape.back();
   const ModeAccess& out_last = out_access.back();
   const ModeAccess& code_last = code_access.back();
-  if (n > 1 && !(out_last.strided() && out_last.stride == 1 &&
-                 code_last.strided() && code_last.stride == 1)) {
-    return false;
-  }
+  if (n > 1 && !(out_last.strided() && out_last.stride == 1)) return false;
+  // Whether a row's codes follow one another; else each run's codes are
+  // placed on their own (RunCodes below).
+  const bool codes_in_row =
+      n <= 1 || (code_last.strided() && code_last.stride == 1);
   // Runs of one scale coordinate along the innermost dim.
   std::vector<ScaleRun> runs;
   const ModeAccess& s0_last = s0_access.back();
@@ -302,6 +338,18 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
     while (end < n && s0_last.at(end) == at) ++end;
     runs.push_back({c, end - c, at});
     c = end;
+  }
+  // Each run's code start, where the row's codes do not follow one another
+  // (GGUF's blocks: NOTE [ GGUF blocks as strided placements ] in
+  // checkpoint/gguf.cc).
+  std::vector<int64_t> code_begins;
+  bool split_halves = false;
+  if (!codes_in_row) {
+    const std::optional<bool> split =
+        RunCodes(runs, code_last, code.bits() == 4, codes.offset, code_access,
+                 &code_begins);
+    if (!split.has_value()) return false;
+    split_halves = *split;
   }
   // Scale offsets are carrier indices: the run's scale coordinate through
   // L_1. Where L_1 o S_0 is separable (NOTE [ Separable compositions ]),
@@ -335,6 +383,8 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
                    : &code_dtype == dtypes::UInt4()        ? 3
                                                            : -1;
   const bool simd = kind >= 0 && (write.kind() == 0 || write.kind() == 1);
+  // Only the SIMD kernel reads runs' own code starts.
+  if (!codes_in_row && !simd) return false;
   std::vector<int64_t> begins, lengths, scale_offsets;
   for (const ScaleRun& run : runs) {
     begins.push_back(run.begin);
@@ -351,18 +401,24 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   // A row's scale bytes one after another (row-major scales): looked up as
   // one span, float8_e4m3fn's decoded by their bits.
   const bool e4m3_scales = scales.storage_dtype == dtypes::Float8E4M3FN();
-  // Or a row's float16 scales one after another (q8_0, q4_0): converted as
-  // one span by their bits.
+  // Or a row's float16 scales at one stride (q8_0, q4_0: one after another,
+  // or one in each GGUF block): converted by their bits in one call.
   const bool half_scales = direct && scales.storage_dtype == dtypes::Float16();
-  bool consecutive = byte_scales || half_scales;
+  const int64_t half_stride =
+      half_scales && num_runs > 1 ? scale_offsets[1] - scale_offsets[0] : 1;
+  bool consecutive = byte_scales || (half_scales && half_stride >= 1);
   for (int64_t r = 1; consecutive && r < num_runs; ++r) {
-    consecutive = scale_offsets[r] == scale_offsets[0] + r;
+    consecutive = scale_offsets[r] - scale_offsets[r - 1] ==
+                  (half_scales ? half_stride : 1);
   }
   const ops_internal::RowDecoding decoding{
       static_cast<ops_internal::CodeKind>(std::max(kind, 0)),
       write.kind() == 0 ? ops_internal::RunOutput::kFloat32
                         : ops_internal::RunOutput::kBFloat16,
-      static_cast<ops_internal::TensorScaleMode>(ts), g, code.table()};
+      static_cast<ops_internal::TensorScaleMode>(ts),
+      g,
+      code.table(),
+      split_halves};
   const int64_t scale_base = scales.offset;
   ForEachIndex<3>(
       outer,
@@ -374,7 +430,7 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
           if (consecutive && half_scales) {
             ops_internal::HalvesToFloats(
                 scale.data() + 2 * (scale_base + i[2] + offsets[0]), num_runs,
-                row);
+                half_stride, row);
           } else if (consecutive) {
             ops_internal::LookUpBytes(
                 scale.data() + scale_base + i[2] + offsets[0], num_runs,
@@ -393,9 +449,10 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
                                      : scales.placement(i[2] + offsets[r])));
             }
           }
-          return ops_internal::DequantizeRow(decoding, code.data(), i[1],
-                                             write.data(), i[0], begins.data(),
-                                             lengths.data(), row, num_runs);
+          return ops_internal::DequantizeRow(
+              decoding, code.data(), i[1], write.data(), i[0], begins.data(),
+              lengths.data(), row, num_runs,
+              code_begins.empty() ? nullptr : code_begins.data());
         }
         for (size_t r = 0; r < runs.size(); ++r) {
           placed[r].scale_offset =

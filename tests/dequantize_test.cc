@@ -634,6 +634,62 @@ TEST(RelayoutTest, ARaggedSliceKeepsItsGrid) {
       IsValueError(Relayout(*part, ScaleLayout::kSwizzled128x4).status()));
 }
 
+// float32 to bfloat16, nearest even (NaN quieted, sign kept), from the
+// formats' definitions: the upper half plus one where the lower half is
+// above half an ulp, or at half with an odd upper half.
+uint16_t NearestBFloat16(uint32_t bits) {
+  if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
+    return static_cast<uint16_t>((bits >> 16) | 0x40);
+  }
+  const uint32_t upper = bits >> 16, lower = bits & 0xFFFF;
+  const bool up = lower > 0x8000 || (lower == 0x8000 && (upper & 1) != 0);
+  return static_cast<uint16_t>(upper + (up ? 1 : 0));
+}
+
+// GGUF's blocks as imported (NOTE [ GGUF blocks as strided placements ] in
+// checkpoint/gguf.cc): q8_0's codes in blocks with each block's scale between
+// them, q4_0's and mxfp4's also split in halves (element j and j + 16 of a
+// block share byte j). Dequantize takes the SIMD rows with each run's codes
+// from its own start; the values are gguf-py's (the goldens' .f32, made by
+// tools/peer/make_gguf_goldens.py), as float32 and rounded to bfloat16, for
+// the whole Tensor and for its rows from the second on.
+TEST(DequantizeTest, GgufBlocksGiveTheReferenceValues) {
+  int checked = 0;
+  for (const char* file : {"mixed_v3.gguf", "v2_align64.gguf"}) {
+    const std::string path = absl::StrCat("tests/golden/gguf/", file);
+    auto read = ReadGguf(path);
+    ASSERT_TRUE(read.ok()) << read.status();
+    for (const GgufTensor& g : read->tensors) {
+      if (!g.tensor.ok() || g.tensor->num_subtensors() < 2) continue;
+      SCOPED_TRACE(absl::StrCat(file, " ", g.name));
+      const std::string want =
+          ReadFile(absl::StrCat(path, ".", g.name, ".f32"));
+      std::string want_bf16(want.size() / 2, '\0');
+      for (size_t i = 0; i < want.size() / 4; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, want.data() + 4 * i, 4);
+        const uint16_t b = NearestBFloat16(bits);
+        std::memcpy(&want_bf16[2 * i], &b, 2);
+      }
+      EXPECT_TRUE(SameValues(Bytes(*Dequantize(*g.tensor, *dtypes::Float32())),
+                             want, 4));
+      EXPECT_TRUE(SameValues(Bytes(*Dequantize(*g.tensor, *dtypes::BFloat16())),
+                             want_bf16, 2));
+      const int64_t rows = g.tensor->shape()[0];
+      if (rows >= 2) {
+        const Tensor tail = *Slice(*g.tensor, 0, 1, rows);
+        const size_t skip = want.size() / rows;  // One row's float32 bytes.
+        EXPECT_TRUE(SameValues(Bytes(*Dequantize(tail, *dtypes::Float32())),
+                               want.substr(skip), 4));
+        EXPECT_TRUE(SameValues(Bytes(*Dequantize(tail, *dtypes::BFloat16())),
+                               want_bf16.substr(skip / 2), 2));
+      }
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 6);
+}
+
 // A mapped GGUF q8_0 Tensor (array-of-structs scales): row-major scales, the
 // values unchanged; this version copies the codes of a non-host carrier.
 // values.md section 2: a mapped weight stays mapped. Level 0 is the source's

@@ -446,18 +446,33 @@ HWY_INLINE __m512i CodeIndices(const uint8_t* HWY_RESTRICT bytes, __m512i run) {
                                    0xEA);
 }
 
+// The same for a run of 32 in ggml's block order (RowDecoding::split_halves):
+// 16-bit lane k < 16 the low nibble of byte k, lane 16 + k its high nibble.
+HWY_INLINE __m512i SplitHalvesIndices(const uint8_t* HWY_RESTRICT bytes,
+                                      __m512i run) {
+  const __m256i b = _mm256_cvtepu8_epi16(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes)));
+  const __m512i halves = _mm512_inserti64x4(
+      _mm512_castsi256_si512(_mm256_and_si256(b, _mm256_set1_epi16(15))),
+      _mm256_srli_epi16(b, 4), 1);
+  return _mm512_or_si512(halves, run);
+}
+
 // From run r of a row of 4-bit codes, whole groups of 64 values into
 // bfloat16 (NOTE [ 4-bit codes into bfloat16, 32 values per lookup ]): 64 /
-// kRun runs of kRun values each, one after another from an even code, with
-// finite scales (the tensor scale and the zero point checked by the caller).
-// Returns the first run it did not take.
+// kRun runs of kRun values each with finite scales (the tensor scale and the
+// zero point checked by the caller): runs of 16 one after another from an
+// even code (codes and outputs alike), runs of 32 each from its own even
+// code start (`starts`, relative to code_base) in the order that
+// d.split_halves says. Returns the first run it did not take.
 template <int kKind, int kMode, int kRun>
 HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     const RowDecoding& d, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
     uint8_t* HWY_RESTRICT out, int64_t out_base, const int64_t* begins,
-    const int64_t* lengths, const float* scales, int64_t count, int64_t r) {
+    const int64_t* starts, const int64_t* lengths, const float* scales,
+    int64_t count, int64_t r) {
   constexpr int kRuns = 64 / kRun;
-  if (((code_base + begins[r]) & 1) != 0) return r;
+  if (((code_base + starts[r]) & 1) != 0) return r;
   const __m512 g = _mm512_set1_ps(d.g);
   const __m512 zero_point = _mm512_set1_ps(d.table[0]);
   // The second run's table half: runs of 16 change run within each vector
@@ -471,11 +486,13 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     bool whole = true;
     for (int k = 0; k < kRuns; ++k) {
       whole = whole && lengths[r + k] == kRun &&
-              begins[r + k] == begin + k * kRun &&
+              (kRun == 32 ? ((code_base + starts[r + k]) & 1) == 0
+                          : begins[r + k] == begin + k * kRun &&
+                                starts[r + k] == starts[r] + k * kRun) &&
               scales[r + k] - scales[r + k] == 0.0f;  // Finite.
     }
     if (!whole) break;
-    const uint8_t* const bytes = codes + ((code_base + begin) >> 1);
+    const uint8_t* const bytes = codes + ((code_base + starts[r]) >> 1);
     __m512i* const words =
         reinterpret_cast<__m512i*>(out + 2 * (out_base + begin));
     if constexpr (kRun == 16) {
@@ -489,13 +506,23 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
                           _mm512_permutexvar_epi16(
                               CodeIndices(bytes + 16, run_in_vector), high));
     } else {
+      // Each run from its own codes to its own outputs.
+      const uint8_t* const second = codes + ((code_base + starts[r + 1]) >> 1);
+      __m512i* const second_words =
+          reinterpret_cast<__m512i*>(out + 2 * (out_base + begins[r + 1]));
       const __m512i table =
           TableOfTwoRuns<kKind, kMode>(scales + r, g, zero_point);
+      const __m512i zero = _mm512_setzero_si512();
       _mm512_storeu_si512(
-          words, _mm512_permutexvar_epi16(
-                     CodeIndices(bytes, _mm512_setzero_si512()), table));
-      _mm512_storeu_si512(words + 1, _mm512_permutexvar_epi16(
-                                         CodeIndices(bytes + 16, half), table));
+          words, _mm512_permutexvar_epi16(d.split_halves
+                                              ? SplitHalvesIndices(bytes, zero)
+                                              : CodeIndices(bytes, zero),
+                                          table));
+      _mm512_storeu_si512(second_words,
+                          _mm512_permutexvar_epi16(
+                              d.split_halves ? SplitHalvesIndices(second, half)
+                                             : CodeIndices(second, half),
+                              table));
     }
   }
   return r;
@@ -596,7 +623,8 @@ HWY_INLINE int64_t E4M3ThroughTable(const __m512i* table,
 HWY_INLINE int64_t E4M3PowerOfTwoRuns(
     const __m512i* one, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
     uint16_t* HWY_RESTRICT words, int64_t out_base, const int64_t* begins,
-    const int64_t* lengths, const float* scales, int64_t count, int64_t r) {
+    const int64_t* starts, const int64_t* lengths, const float* scales,
+    int64_t count, int64_t r) {
   for (; r < count; ++r) {
     int k;
     const int64_t n = lengths[r];
@@ -605,12 +633,40 @@ HWY_INLINE int64_t E4M3PowerOfTwoRuns(
     }
     __m512i table[4];
     PowerOfTwoE4M3Table(one, k, table);
-    E4M3ThroughTable(table, codes + code_base + begins[r], n,
+    E4M3ThroughTable(table, codes + code_base + starts[r], n,
                      words + out_base + begins[r]);
   }
   return r;
 }
 #endif  // HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+
+// One run of 32 4-bit codes in ggml's block order (RowDecoding::split_halves)
+// from the 16 bytes at `bytes`: value k < 16 the low nibble of byte k, 16 + k
+// its high nibble; a vector of bytes gives a vector of low values and one of
+// high ones, each stored whole.
+template <int kKind, int kOut, int kMode>
+HWY_INLINE void SplitHalvesRun(const RowDecoding& d,
+                               const uint8_t* HWY_RESTRICT bytes, float s,
+                               uint8_t* HWY_RESTRICT out, int64_t o) {
+  const hn::CappedTag<float, 16> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> d8;
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
+  const auto vs = hn::Set(df, s);
+  const auto g = hn::Set(df, d.g);
+  for (int64_t j = 0; j < 16; j += lanes) {
+    const auto b = hn::PromoteTo(di, hn::LoadU(d8, bytes + j));
+    StoreValues<kOut>(
+        df,
+        Scale<kMode>(Decode<kKind>(df, hn::And(b, hn::Set(di, 15)), d.table),
+                     vs, g),
+        out, o + j);
+    StoreValues<kOut>(
+        df,
+        Scale<kMode>(Decode<kKind>(df, hn::ShiftRight<4>(b), d.table), vs, g),
+        out, o + 16 + j);
+  }
+}
 
 // Whether a run's bfloat16 can skip the NaN test (NOTE [ bfloat16 without
 // the NaN test, or without rounding ]): neither scale is a NaN, and the
@@ -626,7 +682,7 @@ template <int kKind, int kOut, int kMode>
 void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
           int64_t code_base, uint8_t* HWY_RESTRICT out, int64_t out_base,
           const int64_t* begins, const int64_t* lengths, const float* scales,
-          int64_t count) {
+          int64_t count, const int64_t* code_begins) {
   constexpr bool kPacked4 = kKind == static_cast<int>(CodeKind::kE2M1FN) ||
                             kKind == static_cast<int>(CodeKind::kUInt4);
   // The widest vectors, and for fp4 pairs also at most 8 float lanes, so
@@ -666,20 +722,25 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
   __m512i table_of_one[4];
   bool has_table_of_one = false;
 #endif
+  // Where each run's codes start (relative to code_base): code_begins, or
+  // begins where the row's codes follow one another.
+  const int64_t* const starts = code_begins != nullptr ? code_begins : begins;
+  const bool one_after_another = code_begins == nullptr && !d.split_halves;
+  (void)one_after_another;  // Not read by the scalar target.
   for (int64_t r = 0; r < count; ++r) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
     if constexpr (kPacked4 && kOut != static_cast<int>(RunOutput::kFloat32)) {
       // Whole groups of 64 values, 32 per lookup (NOTE [ 4-bit codes into
       // bfloat16, 32 values per lookup ]).
       int64_t next = r;
-      if (four_bit_groups && lengths[r] == 16) {
+      if (four_bit_groups && lengths[r] == 16 && one_after_another) {
         next = FourBitGroupsIntoBFloat16<kKind, kMode, 16>(
-            d, codes, code_base, out, out_base, begins, lengths, scales, count,
-            r);
+            d, codes, code_base, out, out_base, begins, starts, lengths, scales,
+            count, r);
       } else if (four_bit_groups && lengths[r] == 32) {
         next = FourBitGroupsIntoBFloat16<kKind, kMode, 32>(
-            d, codes, code_base, out, out_base, begins, lengths, scales, count,
-            r);
+            d, codes, code_base, out, out_base, begins, starts, lengths, scales,
+            count, r);
       }
       if (next != r) {
         r = next - 1;  // And the loop's ++r.
@@ -700,7 +761,7 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
         }
         const int64_t next = E4M3PowerOfTwoRuns(
             table_of_one, codes, code_base, reinterpret_cast<uint16_t*>(out),
-            out_base, begins, lengths, scales, count, r);
+            out_base, begins, starts, lengths, scales, count, r);
         if (next != r) {
           r = next - 1;  // And the loop's ++r.
           continue;
@@ -712,8 +773,8 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
     if constexpr (kKind == static_cast<int>(CodeKind::kE2M1FN)) {
       // Two adjacent runs of 16 from an even code, both with scales that
       // the table of magnitudes takes.
-      if (r + 1 < count && lengths[r] == 16 && lengths[r + 1] == 16 &&
-          begins[r + 1] == begins[r] + 16 &&
+      if (one_after_another && r + 1 < count && lengths[r] == 16 &&
+          lengths[r + 1] == 16 && begins[r + 1] == begins[r] + 16 &&
           ((code_base + begins[r]) & 1) == 0 &&
           SignSymmetric<kMode>(scales[r], d.g) &&
           SignSymmetric<kMode>(scales[r + 1], d.g) &&
@@ -727,9 +788,16 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
 #endif
     const float s = scales[r];
     const auto vs = hn::Set(df, s);
-    int64_t c = code_base + begins[r];
+    int64_t c = code_base + starts[r];
     int64_t o = out_base + begins[r];
     int64_t n = lengths[r];
+    if constexpr (kPacked4) {
+      if (d.split_halves) {
+        // ggml's block order: 32 values from 16 bytes (an even start).
+        SplitHalvesRun<kKind, kOut, kMode>(d, codes + (c >> 1), s, out, o);
+        continue;
+      }
+    }
     if constexpr (kPacked4) {
       if ((c & 1) != 0 && n > 0) {  // An odd start: one value on its own.
         dd::StoreOne(d, d.table[dd::CodeAt(codes, c, true)], s, out, o);
@@ -845,50 +913,53 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
 template <int kKind, int kOut>
 void RowForMode(const RowDecoding& d, const uint8_t* codes, int64_t code_base,
                 uint8_t* out, int64_t out_base, const int64_t* begins,
-                const int64_t* lengths, const float* scales, int64_t count) {
+                const int64_t* lengths, const float* scales, int64_t count,
+                const int64_t* code_begins) {
   switch (d.tensor_mode) {
     case TensorScaleMode::kNone:
       return RowT<kKind, kOut, 0>(d, codes, code_base, out, out_base, begins,
-                                  lengths, scales, count);
+                                  lengths, scales, count, code_begins);
     case TensorScaleMode::kTimes:
       return RowT<kKind, kOut, 1>(d, codes, code_base, out, out_base, begins,
-                                  lengths, scales, count);
+                                  lengths, scales, count, code_begins);
     case TensorScaleMode::kDivided:
       return RowT<kKind, kOut, 2>(d, codes, code_base, out, out_base, begins,
-                                  lengths, scales, count);
+                                  lengths, scales, count, code_begins);
   }
 }
 
 template <int kKind>
 void RowForOutput(const RowDecoding& d, const uint8_t* codes, int64_t code_base,
                   uint8_t* out, int64_t out_base, const int64_t* begins,
-                  const int64_t* lengths, const float* scales, int64_t count) {
+                  const int64_t* lengths, const float* scales, int64_t count,
+                  const int64_t* code_begins) {
   if (d.output == RunOutput::kFloat32) {
     RowForMode<kKind, 0>(d, codes, code_base, out, out_base, begins, lengths,
-                         scales, count);
+                         scales, count, code_begins);
   } else {
     RowForMode<kKind, 1>(d, codes, code_base, out, out_base, begins, lengths,
-                         scales, count);
+                         scales, count, code_begins);
   }
 }
 
 void DequantizeRowSimd(const RowDecoding& d, const uint8_t* codes,
                        int64_t code_base, uint8_t* out, int64_t out_base,
                        const int64_t* begins, const int64_t* lengths,
-                       const float* scales, int64_t count) {
+                       const float* scales, int64_t count,
+                       const int64_t* code_begins) {
   switch (d.kind) {
     case CodeKind::kE4M3FN:
       return RowForOutput<0>(d, codes, code_base, out, out_base, begins,
-                             lengths, scales, count);
+                             lengths, scales, count, code_begins);
     case CodeKind::kE2M1FN:
       return RowForOutput<1>(d, codes, code_base, out, out_base, begins,
-                             lengths, scales, count);
+                             lengths, scales, count, code_begins);
     case CodeKind::kInt8:
       return RowForOutput<2>(d, codes, code_base, out, out_base, begins,
-                             lengths, scales, count);
+                             lengths, scales, count, code_begins);
     case CodeKind::kUInt4:
       return RowForOutput<3>(d, codes, code_base, out, out_base, begins,
-                             lengths, scales, count);
+                             lengths, scales, count, code_begins);
   }
 }
 
@@ -923,14 +994,14 @@ void LookUpBytesSimd(const uint8_t* HWY_RESTRICT bytes, int64_t n, int e4m3,
 // subnormal half becomes a subnormal float), which the multiply makes
 // exact; exponent 31 (infinities, NaNs) takes float's exponent 255 instead.
 void HalvesToFloatsSimd(const uint8_t* HWY_RESTRICT halves, int64_t n,
-                        float* HWY_RESTRICT out) {
+                        int64_t stride, float* HWY_RESTRICT out) {
   const hn::ScalableTag<float> df;
   const hn::RebindToUnsigned<decltype(df)> du;
   const hn::RebindToSigned<decltype(df)> di;
   const hn::Rebind<uint16_t, decltype(df)> d16;
   const int64_t lanes = static_cast<int64_t>(hn::Lanes(df));
   int64_t i = 0;
-  for (; i + lanes <= n; i += lanes) {
+  for (; stride == 1 && i + lanes <= n; i += lanes) {
     const auto h = hn::PromoteTo(
         du, hn::LoadU(d16, reinterpret_cast<const uint16_t*>(halves) + i));
     const auto magnitude = hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x7FFFu)));
@@ -947,7 +1018,7 @@ void HalvesToFloatsSimd(const uint8_t* HWY_RESTRICT halves, int64_t n,
   }
   for (; i < n; ++i) {
     uint16_t h;
-    std::memcpy(&h, halves + 2 * i, 2);
+    std::memcpy(&h, halves + 2 * stride * i, 2);
     const uint32_t magnitude = static_cast<uint32_t>(h & 0x7FFFu) << 13;
     float finite;
     std::memcpy(&finite, &magnitude, 4);
@@ -982,8 +1053,9 @@ void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
   HWY_DYNAMIC_DISPATCH(LookUpBytesSimd)(bytes, n, e4m3 ? 1 : 0, table, out);
 }
 
-void HalvesToFloats(const uint8_t* halves, int64_t n, float* out) {
-  HWY_DYNAMIC_DISPATCH(HalvesToFloatsSimd)(halves, n, out);
+void HalvesToFloats(const uint8_t* halves, int64_t n, int64_t stride,
+                    float* out) {
+  HWY_DYNAMIC_DISPATCH(HalvesToFloatsSimd)(halves, n, stride, out);
 }
 
 const char* DequantizeKernelTarget() {
@@ -993,9 +1065,11 @@ const char* DequantizeKernelTarget() {
 void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
                    int64_t code_base, uint8_t* out, int64_t out_base,
                    const int64_t* begins, const int64_t* lengths,
-                   const float* scales, int64_t count) {
+                   const float* scales, int64_t count,
+                   const int64_t* code_begins) {
   HWY_DYNAMIC_DISPATCH(DequantizeRowSimd)
-  (decoding, codes, code_base, out, out_base, begins, lengths, scales, count);
+  (decoding, codes, code_base, out, out_base, begins, lengths, scales, count,
+   code_begins);
 }
 
 }  // namespace ops_internal

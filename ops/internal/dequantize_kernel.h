@@ -42,17 +42,26 @@ struct RowDecoding {
   TensorScaleMode tensor_mode;
   float g;             // The tensor scale, when tensor_mode is not kNone.
   const float* table;  // The level's decode table (2^bits entries): the tails.
+  // 4-bit codes in ggml's block order (NOTE [ GGUF blocks as strided
+  // placements ] in checkpoint/gguf.cc): every run is 32 values whose codes
+  // are the 16 bytes from its even code start, value k < 16 in byte k's low
+  // nibble and 16 + k in its high nibble. Otherwise a run's codes follow one
+  // another from its start, two to a byte, the even element in the low
+  // nibble.
+  bool split_halves = false;
 };
 
 // One row: for r < count, values [begins[r], begins[r] + lengths[r]) of the
-// row take scale scales[r]. Value j of the row is code element code_base + j
-// (4-bit codes packed two per byte, the even element in the low nibble) and
-// goes to output element out_base + j (4 bytes each for float32, 2 for
-// bfloat16).
+// row take scale scales[r] and go to output elements out_base + begins[r]
+// onward (4 bytes each for float32, 2 for bfloat16). Their codes start at
+// code element code_base + code_begins[r] (code_base + begins[r] where
+// code_begins is null, the row's codes then one after another), in the order
+// decoding.split_halves says.
 void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
                    int64_t code_base, uint8_t* out, int64_t out_base,
                    const int64_t* begins, const int64_t* lengths,
-                   const float* scales, int64_t count);
+                   const float* scales, int64_t count,
+                   const int64_t* code_begins = nullptr);
 
 // out[i] = table[bytes[i]] for i < n (a row's one-byte scales through their
 // level's table) in SIMD: where e4m3, the table is float8_e4m3fn's and the
@@ -61,11 +70,13 @@ void DequantizeRow(const RowDecoding& decoding, const uint8_t* codes,
 void LookUpBytes(const uint8_t* bytes, int64_t n, bool e4m3, const float* table,
                  float* out);
 
-// out[i] = the float of the float16 at halves + 2 i (little-endian, any
-// alignment), for i < n, in SIMD: a row's float16 scales (q8_0, q4_0), where
-// a call per scale was a quarter of dequantizing q4_0. Bit for bit
+// out[i] = the float of the float16 at halves + 2 stride i (little-endian,
+// any alignment), for i < n: a row's float16 scales (q8_0, q4_0), one after
+// another (stride 1, in SIMD) or each in its GGUF block (stride 17 or 9),
+// where a call per scale was a quarter of dequantizing q4_0. Bit for bit
 // HalfToFloat's floats, NaN payloads kept.
-void HalvesToFloats(const uint8_t* halves, int64_t n, float* out);
+void HalvesToFloats(const uint8_t* halves, int64_t n, int64_t stride,
+                    float* out);
 
 // The Highway target that the run-time dispatch of DequantizeRow picks on
 // this CPU, for benchmark reports.

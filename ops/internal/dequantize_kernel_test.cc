@@ -207,20 +207,50 @@ void CheckRows() {
                                    : Pick(rng));
               n += lengths.back();
             }
-            std::vector<uint8_t> codes(code_base + n + 64);
+            // Half the rows of blocks of 32 have their codes in blocks as
+            // GGUF lays them out, each run from its own start with a gap
+            // between (code_begins): 36 nibbles or 34 bytes apart; and half of
+            // those of 4-bit codes in ggml's order (split_halves: value k <
+            // 16 in byte k's low nibble, 16 + k in its high nibble).
+            std::vector<int64_t> code_begins;
+            bool split = false;
+            if (row_shape == 1 && small(rng) < 2) {
+              split = packed4 && small(rng) < 2;
+              int64_t at = 2 + (split ? 2 * small(rng) : small(rng));
+              for (size_t r = 0; r < begins.size(); ++r) {
+                code_begins.push_back(at);
+                at += packed4 ? 36 : 34;
+              }
+            }
+            const int64_t code_elements =
+                code_begins.empty() ? n : code_begins.back() + 32;
+            std::vector<uint8_t> codes(code_base + code_elements + 64);
             for (uint8_t& b : codes) b = static_cast<uint8_t>(byte(rng));
             const int width = output == RunOutput::kFloat32 ? 4 : 2;
             std::vector<uint8_t> out(width * (out_base + n + 1), 0xA5);
-            const RowDecoding decoding{kind, output, mode, Pick(rng),
-                                       table.data()};
+            const RowDecoding decoding{kind,      output,       mode,
+                                       Pick(rng), table.data(), split};
             DequantizeRow(decoding, codes.data(), code_base, out.data(),
                           out_base, begins.data(), lengths.data(),
-                          scales.data(), static_cast<int64_t>(begins.size()));
+                          scales.data(), static_cast<int64_t>(begins.size()),
+                          code_begins.empty() ? nullptr : code_begins.data());
             for (size_t r = 0; r < begins.size(); ++r) {
               for (int64_t j = begins[r]; j < begins[r] + lengths[r]; ++j) {
-                const int64_t c = code_base + j;
-                const uint32_t code =
-                    packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15 : codes[c];
+                // The code of value j: the row's codes one after another, or
+                // from the run's start, in order or split in halves.
+                const int64_t k = j - begins[r];
+                uint32_t code;
+                if (split) {
+                  const int64_t byte_at =
+                      (code_base + code_begins[r]) / 2 + (k & 15);
+                  code = (codes[byte_at] >> (k < 16 ? 0 : 4)) & 15;
+                } else {
+                  const int64_t c =
+                      code_base +
+                      (code_begins.empty() ? j : code_begins[r] + k);
+                  code = packed4 ? (codes[c >> 1] >> ((c & 1) * 4)) & 15
+                                 : codes[c];
+                }
                 const float x = table[code];
                 float v = x * scales[r];
                 if (mode == TensorScaleMode::kTimes) v = v * decoding.g;
@@ -356,7 +386,7 @@ TEST(DequantizeKernelTest, LookUpBytesIsTheTableOnEveryTarget) {
 // HalvesToFloats gives every float16's value from binary16's definition
 // (exact in float), a NaN its sign and payload moved up 13 places, signaling
 // or not; at every count around the vector widths from odd byte addresses,
-// writing nothing past n, on every target.
+// and at GGUF's strides, writing nothing past n, on every target.
 TEST(DequantizeKernelTest, HalvesToFloatsIsTheDefinitionOnEveryTarget) {
   std::vector<uint32_t> want(65536);
   std::vector<uint8_t> halves(2 * 65536 + 1);
@@ -380,7 +410,7 @@ TEST(DequantizeKernelTest, HalvesToFloatsIsTheDefinitionOnEveryTarget) {
     SCOPED_TRACE(hwy::TargetName(target));
     hwy::SetSupportedTargetsForTest(target);
     std::vector<float> all(65536);
-    HalvesToFloats(halves.data() + 1, 65536, all.data());
+    HalvesToFloats(halves.data() + 1, 65536, 1, all.data());
     std::vector<uint32_t> got(65536);
     std::memcpy(got.data(), all.data(), 4 * 65536);
     for (uint32_t h = 0; h < 65536; ++h) {
@@ -389,7 +419,7 @@ TEST(DequantizeKernelTest, HalvesToFloatsIsTheDefinitionOnEveryTarget) {
     for (int64_t n = 0; n <= 70; ++n) {
       for (const int64_t first : {0, 0x7C01, 0x03F0}) {  // A NaN, subnormals.
         std::vector<float> out(n + 1, -1.5f);
-        HalvesToFloats(halves.data() + 1 + 2 * first, n, out.data());
+        HalvesToFloats(halves.data() + 1 + 2 * first, n, 1, out.data());
         for (int64_t i = 0; i < n; ++i) {
           uint32_t bits;
           std::memcpy(&bits, &out[i], 4);
@@ -397,6 +427,18 @@ TEST(DequantizeKernelTest, HalvesToFloatsIsTheDefinitionOnEveryTarget) {
         }
         ASSERT_EQ(out[n], -1.5f) << "written past " << n;
       }
+    }
+    // One half in each GGUF block: q8_0's 34 bytes, q4_0's 18.
+    for (const int64_t stride : {17, 9}) {
+      const int64_t n = 65536 / stride;
+      std::vector<float> out(n + 1, -1.5f);
+      HalvesToFloats(halves.data() + 1, n, stride, out.data());
+      for (int64_t i = 0; i < n; ++i) {
+        uint32_t bits;
+        std::memcpy(&bits, &out[i], 4);
+        ASSERT_EQ(bits, want[stride * i]) << stride << " " << i;
+      }
+      ASSERT_EQ(out[n], -1.5f) << "written past " << n;
     }
     ++targets;
   }
