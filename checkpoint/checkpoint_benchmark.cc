@@ -5,6 +5,11 @@
 // tensors) and the minor page faults one import takes (minflt: the header's
 // pages and the allocations; a read of the 64 MiB data section would take
 // 16,384 more).
+//
+// Also Dequantize of GGUF's blocks as imported (q8_0, q4_0, mxfp4: the codes
+// in ggml's blocks, NOTE [ GGUF blocks as strided placements ] in gguf.cc),
+// 64 MiB of bfloat16 out of a mapped file, beside memcpy of the same 64 MiB
+// (values.md section 4's bound, for the layout a GGUF file gives).
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -20,7 +25,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "benchmark/benchmark.h"
+#include "carrier/carrier.h"
 #include "checkpoint/checkpoint.h"
+#include "checkpoint/gguf.h"
+#include "checkpoint/tensor_to_write.h"
+#include "core/tensor.h"
+#include "dtype/registry.h"
+#include "layout/int_tuple.h"
+#include "layout/layout.h"
+#include "ops/dequantize.h"
+#include "ops/quantize.h"
 
 namespace strata {
 namespace {
@@ -241,6 +255,68 @@ void BM_ReadCheckpointDirectory(benchmark::State& state) {
 BENCHMARK(BM_ReadCheckpointDirectory)
     ->Arg(10)
     ->Arg(100)
+    ->Unit(benchmark::kMillisecond);
+
+constexpr int64_t kOutBytes = int64_t{64} << 20;
+
+void BM_Memcpy64MiB(benchmark::State& state) {
+  std::vector<char> a(kOutBytes, 1), b(kOutBytes);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), a.size());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * kOutBytes);
+}
+BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
+
+// A (8192, 4096) Tensor quantized to `format`, written as GGUF and read back:
+// its blocks mapped from the file as ggml lays them out.
+absl::StatusOr<Tensor> FromGguf(const CompoundDType* format) {
+  constexpr int64_t kRows = 8192, kCols = 4096;
+  auto carrier = *HostCarrier::Create(*dtypes::Float32(), kRows * kCols);
+  auto* f = static_cast<float*>(carrier->mutable_data());
+  for (int64_t i = 0; i < kRows * kCols; ++i) {
+    f[i] = static_cast<float>((i * 7919) % 2003 - 1001) * (1 + i % 97) / 97.0f;
+  }
+  const Tensor source = *Tensor::Create(
+      carrier, 0, *Layout::RowMajor(IntTuple::Flat({kRows, kCols})));
+  absl::StatusOr<Tensor> quantized = QuantizeBlockScaled(
+      source, *format, format == dtypes::MXFP4() ? 1 : kBlocksOfTheFormat,
+      ScaleLayout::kRowMajor);
+  if (!quantized.ok()) return quantized.status();
+  const std::string path = Path("dequantize.gguf");
+  std::vector<TensorToWrite> tensors;
+  tensors.push_back(ToWrite("w", *std::move(quantized)));
+  if (absl::Status s = WriteGguf(path, std::move(tensors), {}); !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<Gguf> read = ReadGguf(path);
+  std::remove(path.c_str());  // The mapping keeps the bytes.
+  if (!read.ok()) return read.status();
+  return read->tensors[0].tensor;
+}
+
+void BM_DequantizeGguf(benchmark::State& state, const CompoundDType* format) {
+  const absl::StatusOr<Tensor> t = FromGguf(format);
+  if (!t.ok()) {
+    state.SkipWithError(std::string(t.status().message()).c_str());
+    return;
+  }
+  auto out_carrier = *HostCarrier::Create(*dtypes::BFloat16(), t->size());
+  const Tensor out = *Tensor::Create(
+      out_carrier, 0, *Layout::RowMajor(IntTuple::Flat(t->shape())));
+  for (auto _ : state) {
+    const absl::Status s = DequantizeInto(out, *t);
+    if (!s.ok()) state.SkipWithError(std::string(s.message()).c_str());
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * t->size() * 2);
+}
+BENCHMARK_CAPTURE(BM_DequantizeGguf, q8_0 / bfloat16, dtypes::Q8_0())
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DequantizeGguf, q4_0 / bfloat16, dtypes::Q4_0())
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_DequantizeGguf, mxfp4 / bfloat16, dtypes::MXFP4())
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
