@@ -8,7 +8,11 @@
 // the file's bytes at the data section plus their offset; for small quantized
 // Tensors, every element code and scale reached through L_0, S_0 and L_1 is
 // the file's byte the array-of-structs block layout names (NOTE [ GGUF blocks
-// as strided placements ]); metadata values render. And the writer: what was
+// as strided placements ]); their Dequantize into float32 is each code times
+// its scale (q8_0, q4_0: computed here from the file's bytes; mxfp4: checked
+// for being a number where its scale is), and into bfloat16 the float32
+// rounded to nearest even, through the SIMD rows' per-run code starts and
+// ggml's split halves; metadata values render. And the writer: what was
 // read (when every tensor imported and the file is small) is written by
 // WriteGguf, read back with the same names, types, shapes and plain bytes,
 // and written again to the same bytes (NOTE [ GGUF out ]).
@@ -29,9 +33,11 @@
 #include "checkpoint/tensor_to_write.h"
 #include "core/representation.h"
 #include "core/tensor_access.h"
+#include "dtype/float_formats.h"
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
+#include "ops/dequantize.h"
 #include "tests/fuzz/fuzz_file.h"
 
 namespace {
@@ -88,6 +94,8 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
   const auto s0 = TopLevelModes(rep.adjacent_layouts()[0]);
   std::vector<int64_t> coord(shape.size(), 0);
   const int64_t base = vm->file_offset();
+  // Each value from the file's bytes (q8_0, q4_0), row-major.
+  std::vector<float> want(t.size());
   for (int64_t r = 0; r < t.size(); ++r) {
     int64_t iv = v.offset, is = 0;
     for (size_t j = 0; j < shape.size(); ++j) {
@@ -98,14 +106,19 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
     const int64_t row = r / k, c = r % k;
     const int64_t block = base + (row * (k / 32) + c / 32) * block_bytes;
     const int64_t e = c % 32;
+    const uint16_t d =
+        static_cast<uint16_t>(FileByte(data, size, block) |
+                              (mx ? 0 : FileByte(data, size, block + 1) << 8));
     if (q8) {
-      Check(static_cast<const uint8_t*>(vm->data())[iv] ==
-            FileByte(data, size, block + qs + e));
+      const uint8_t byte = FileByte(data, size, block + qs + e);
+      Check(static_cast<const uint8_t*>(vm->data())[iv] == byte);
+      want[r] = static_cast<float>(static_cast<int8_t>(byte)) * HalfToFloat(d);
     } else {
       const uint8_t byte = FileByte(data, size, block + qs + e % 16);
       const uint8_t nibble = e < 16 ? byte & 0xF : byte >> 4;
       Check(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4, iv) ==
             nibble);
+      want[r] = static_cast<float>(nibble - 8) * HalfToFloat(d);
     }
     const int64_t si = s.offset + s.placement(is);
     const int width = mx ? 1 : 2;
@@ -117,6 +130,24 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
       if (++coord[j] < shape[j]) break;
       coord[j] = 0;
     }
+  }
+  auto f32 = Dequantize(t, *dtypes::Float32());
+  auto bf16 = Dequantize(t, *dtypes::BFloat16());
+  Check(f32.ok() && bf16.ok() && f32->offset() == 0 && bf16->offset() == 0);
+  const auto* got = static_cast<const float*>(f32->carrier()->data());
+  const auto* rounded = static_cast<const uint16_t*>(bf16->carrier()->data());
+  for (int64_t r = 0; r < t.size(); ++r) {
+    uint32_t bits, want_bits;
+    std::memcpy(&bits, &got[r], 4);
+    std::memcpy(&want_bits, &want[r], 4);
+    const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
+    if (!mx) Check(nan ? want[r] != want[r] : bits == want_bits);
+    // Nearest even; a NaN quieted with its sign.
+    const uint32_t upper = bits >> 16, lower = bits & 0xFFFF;
+    const uint16_t nearest = static_cast<uint16_t>(
+        nan ? upper | 0x40
+            : upper + (lower > 0x8000 || (lower == 0x8000 && (upper & 1))));
+    Check(rounded[r] == nearest);
   }
 }
 
