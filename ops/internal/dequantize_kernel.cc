@@ -465,7 +465,10 @@ HWY_INLINE __m512i SplitHalvesIndices(const uint8_t* HWY_RESTRICT bytes,
 // even code (codes and outputs alike), runs of 32 each from its own even
 // code start (`starts`, relative to code_base) in the order that
 // d.split_halves says. Returns the first run it did not take.
-template <int kKind, int kMode, int kRun>
+// kPlaced: runs of 32 from their own starts (else one after another, codes
+// and outputs alike); kSplit: in ggml's order.
+template <int kKind, int kMode, int kRun, bool kPlaced = false,
+          bool kSplit = false>
 HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     const RowDecoding& d, const uint8_t* HWY_RESTRICT codes, int64_t code_base,
     uint8_t* HWY_RESTRICT out, int64_t out_base, const int64_t* begins,
@@ -486,9 +489,9 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     bool whole = true;
     for (int k = 0; k < kRuns; ++k) {
       whole = whole && lengths[r + k] == kRun &&
-              (kRun == 32 ? ((code_base + starts[r + k]) & 1) == 0
-                          : begins[r + k] == begin + k * kRun &&
-                                starts[r + k] == starts[r] + k * kRun) &&
+              (kPlaced ? ((code_base + starts[r + k]) & 1) == 0
+                       : begins[r + k] == begin + k * kRun &&
+                             starts[r + k] == starts[r] + k * kRun) &&
               scales[r + k] - scales[r + k] == 0.0f;  // Finite.
     }
     if (!whole) break;
@@ -506,23 +509,25 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
                           _mm512_permutexvar_epi16(
                               CodeIndices(bytes + 16, run_in_vector), high));
     } else {
-      // Each run from its own codes to its own outputs.
-      const uint8_t* const second = codes + ((code_base + starts[r + 1]) >> 1);
+      // Placed: each run from its own codes to its own outputs.
+      const uint8_t* const second =
+          kPlaced ? codes + ((code_base + starts[r + 1]) >> 1) : bytes + 16;
       __m512i* const second_words =
-          reinterpret_cast<__m512i*>(out + 2 * (out_base + begins[r + 1]));
+          kPlaced
+              ? reinterpret_cast<__m512i*>(out + 2 * (out_base + begins[r + 1]))
+              : words + 1;
       const __m512i table =
           TableOfTwoRuns<kKind, kMode>(scales + r, g, zero_point);
       const __m512i zero = _mm512_setzero_si512();
+      _mm512_storeu_si512(words, _mm512_permutexvar_epi16(
+                                     kSplit ? SplitHalvesIndices(bytes, zero)
+                                            : CodeIndices(bytes, zero),
+                                     table));
       _mm512_storeu_si512(
-          words, _mm512_permutexvar_epi16(d.split_halves
-                                              ? SplitHalvesIndices(bytes, zero)
-                                              : CodeIndices(bytes, zero),
-                                          table));
-      _mm512_storeu_si512(second_words,
-                          _mm512_permutexvar_epi16(
-                              d.split_halves ? SplitHalvesIndices(second, half)
-                                             : CodeIndices(second, half),
-                              table));
+          second_words,
+          _mm512_permutexvar_epi16(kSplit ? SplitHalvesIndices(second, half)
+                                          : CodeIndices(second, half),
+                                   table));
     }
   }
   return r;
@@ -738,9 +743,17 @@ void RowT(const RowDecoding& d, const uint8_t* HWY_RESTRICT codes,
             d, codes, code_base, out, out_base, begins, starts, lengths, scales,
             count, r);
       } else if (four_bit_groups && lengths[r] == 32) {
-        next = FourBitGroupsIntoBFloat16<kKind, kMode, 32>(
-            d, codes, code_base, out, out_base, begins, starts, lengths, scales,
-            count, r);
+        next = one_after_another
+                   ? FourBitGroupsIntoBFloat16<kKind, kMode, 32>(
+                         d, codes, code_base, out, out_base, begins, starts,
+                         lengths, scales, count, r)
+               : d.split_halves
+                   ? FourBitGroupsIntoBFloat16<kKind, kMode, 32, true, true>(
+                         d, codes, code_base, out, out_base, begins, starts,
+                         lengths, scales, count, r)
+                   : FourBitGroupsIntoBFloat16<kKind, kMode, 32, true, false>(
+                         d, codes, code_base, out, out_base, begins, starts,
+                         lengths, scales, count, r);
       }
       if (next != r) {
         r = next - 1;  // And the loop's ++r.
