@@ -35,6 +35,7 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "ops/quantize.h"
+#include "util/memcpy_benchmark.h"
 
 namespace strata {
 namespace {
@@ -260,12 +261,7 @@ BENCHMARK(BM_ReadCheckpointDirectory)
 constexpr int64_t kOutBytes = int64_t{64} << 20;
 
 void BM_Memcpy64MiB(benchmark::State& state) {
-  std::vector<char> a(kOutBytes, 1), b(kOutBytes);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), a.size());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * kOutBytes);
+  MemcpyBenchmark(state, kOutBytes);
 }
 BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
 

@@ -20,6 +20,7 @@
 #include "ops/internal/quantize_kernel.h"
 #include "ops/quantize.h"
 #include "ops/relayout.h"
+#include "util/memcpy_benchmark.h"
 #include "views/views.h"
 
 namespace strata {
@@ -38,12 +39,7 @@ const bool kContextAdded = [] {
 constexpr int64_t kOutBytes = int64_t{64} << 20;
 
 void BM_Memcpy64MiB(benchmark::State& state) {
-  std::vector<char> a(kOutBytes, 1), b(kOutBytes);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), a.size());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * kOutBytes);
+  MemcpyBenchmark(state, kOutBytes);
 }
 BENCHMARK(BM_Memcpy64MiB)->Unit(benchmark::kMillisecond);
 
@@ -116,12 +112,7 @@ BENCHMARK_CAPTURE(BM_Dequantize, fp8_e4m3_block128x128_ragged_shard/bfloat16,
 // row-major and swizzled scales against a memcpy of its scale bytes (512
 // KiB); no code byte is written.
 void BM_MemcpyScales4096x4096Mxfp8(benchmark::State& state) {
-  std::vector<char> a(4096 * 128, 1), b(4096 * 128);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), a.size());
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * a.size());
+  MemcpyBenchmark(state, 4096 * 128);
 }
 BENCHMARK(BM_MemcpyScales4096x4096Mxfp8);
 

@@ -11,6 +11,7 @@
 #include "dtype/registry.h"
 #include "ops/internal/transpose.h"
 #include "ops/ops.h"
+#include "util/memcpy_benchmark.h"
 #include "views/views.h"
 
 namespace strata {
@@ -37,12 +38,7 @@ Tensor Matrix(float seed) {
 
 // memcpy of `bytes` between two std::vectors, counted as read and written.
 void Memcpy(benchmark::State& state, int64_t bytes) {
-  std::vector<char> a(bytes, 1), b(bytes);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), bytes);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * 2 * bytes);
+  MemcpyBenchmark(state, bytes, 2);
 }
 
 void BM_Memcpy64MiB(benchmark::State& state) { Memcpy(state, kBytes); }

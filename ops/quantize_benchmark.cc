@@ -20,6 +20,7 @@
 #include "dtype/registry.h"
 #include "ops/internal/quantize_kernel.h"
 #include "ops/quantize.h"
+#include "util/memcpy_benchmark.h"
 
 namespace strata {
 namespace {
@@ -64,13 +65,9 @@ const Tensor& InCacheSource() {
   return *source;
 }
 
+// memcpy of n floats' bytes.
 void Memcpy(benchmark::State& state, int64_t n) {
-  std::vector<float> a(n, 1.0f), b(n);
-  for (auto _ : state) {
-    std::memcpy(b.data(), a.data(), a.size() * 4);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(state.iterations() * n * 4);
+  MemcpyBenchmark(state, 4 * n);
 }
 
 void BM_Memcpy64MiB(benchmark::State& state) { Memcpy(state, kN * kN); }
