@@ -22,7 +22,14 @@
 // dequantize_kernel.cc). Any other code dtype, and float16 or
 // float64 output, stay on the scalar walk. fp4 runs with a finite, nonzero
 // scale go through a table of their 8 scaled magnitudes (NOTE [ fp4 through
-// a table of its magnitudes ] in dequantize_kernel.cc).
+// a table of its magnitudes ] in dequantize_kernel.cc). Into bfloat16 on
+// AVX-512, tables of bfloat16 looked up 32 lanes at a time take the common
+// cases (in dequantize_kernel.cc): 4-bit runs of 16 and 32 (NOTE [ 4-bit
+// codes into bfloat16, 32 values per lookup ]), e4m3 runs of 128 or more
+// (NOTE [ Long e4m3 runs into bfloat16 through a table of 128 ]) and e4m3
+// runs times a power of two (NOTE [ e4m3 times a power of two through the
+// table of 1 ]); each table entry is computed by the same arithmetic as a
+// value, so the bytes are the same.
 #ifndef STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
 #define STRATA_OPS_INTERNAL_DEQUANTIZE_KERNEL_H_
 
