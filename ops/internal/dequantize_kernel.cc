@@ -368,24 +368,24 @@ HWY_INLINE bool TwoRunsOf16(const RowDecoding& d,
 // SignSymmetric takes, a finite zero point), so that the rounding add alone
 // rounds (NOTE [ bfloat16 without the NaN test, or without rounding ]).
 
-// v rounded to bfloat16 by the add alone, in the upper half of each lane.
-HWY_INLINE __m512i RoundedToBFloat16(__m512 v) {
-  const __m512i u = _mm512_castps_si512(v);
-  return _mm512_add_epi32(
-      _mm512_add_epi32(u, _mm512_set1_epi32(0x7FFF)),
-      _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+// Values x scales (then x g or / g), rounded to bfloat16 by the add alone:
+// a value's own arithmetic (Scale, BFloat16InUpperHalf) on 16 float lanes,
+// each bfloat16 in its lane's upper half.
+template <int kMode>
+HWY_INLINE __m512i ScaledBFloat16(__m512 values, __m512 scales, __m512 g) {
+  using VF = hn::Vec512<float>;
+  return BFloat16InUpperHalf(hn::Full512<float>(),
+                             Scale<kMode>(VF{values}, VF{scales}, VF{g}))
+      .raw;
 }
 
-template <int kMode>
-HWY_INLINE __m512 TimesScales(__m512 values, __m512 scales, __m512 g) {
-  __m512 v = _mm512_mul_ps(values, scales);
-  if constexpr (kMode == static_cast<int>(TensorScaleMode::kTimes)) {
-    v = _mm512_mul_ps(v, g);
-  }
-  if constexpr (kMode == static_cast<int>(TensorScaleMode::kDivided)) {
-    v = _mm512_div_ps(v, g);
-  }
-  return v;
+// The bfloat16 in the upper halves of a's and b's lanes, a's in 16-bit lanes
+// 0-15 and b's in 16-31.
+HWY_INLINE __m512i UpperHalves(__m512i a, __m512i b) {
+  const __m512i upper = _mm512_set_epi16(
+      63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
+      31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  return _mm512_permutex2var_epi16(a, upper, b);
 }
 
 // The table of the two runs whose scales are at `two_scales`: entry 16 r + c
@@ -404,8 +404,7 @@ HWY_INLINE __m512i TableOfTwoRuns(const float* two_scales, __m512 g,
         // The two floats by an unaligned 8-byte load.
         _mm512_castps128_ps512(_mm_castsi128_ps(
             _mm_loadl_epi64(reinterpret_cast<const __m128i*>(two_scales)))));
-    const __m512i rounded =
-        RoundedToBFloat16(TimesScales<kMode>(magnitudes, scales, g));
+    const __m512i rounded = ScaledBFloat16<kMode>(magnitudes, scales, g);
     // Entry t takes the upper half (16-bit lane 2 f + 1) of float lane
     // f = 8 (t / 16) + t % 8, its sign flipped where t % 16 >= 8.
     const __m512i from = _mm512_set_epi16(
@@ -420,15 +419,9 @@ HWY_INLINE __m512i TableOfTwoRuns(const float* two_scales, __m512 g,
         _mm512_setr_ps(0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f, 7.0f, 8.0f,
                        9.0f, 10.0f, 11.0f, 12.0f, 13.0f, 14.0f, 15.0f),
         zero_point);
-    const __m512i first = RoundedToBFloat16(
-        TimesScales<kMode>(codes, _mm512_set1_ps(two_scales[0]), g));
-    const __m512i second = RoundedToBFloat16(
-        TimesScales<kMode>(codes, _mm512_set1_ps(two_scales[1]), g));
-    // The upper halves: entries 0-15 from `first`, 16-31 from `second`.
-    const __m512i upper = _mm512_set_epi16(
-        63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
-        31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-    return _mm512_permutex2var_epi16(first, upper, second);
+    return UpperHalves(
+        ScaledBFloat16<kMode>(codes, _mm512_set1_ps(two_scales[0]), g),
+        ScaledBFloat16<kMode>(codes, _mm512_set1_ps(two_scales[1]), g));
   }
 }
 
@@ -461,12 +454,11 @@ HWY_INLINE __m512i SplitHalvesIndices(const uint8_t* HWY_RESTRICT bytes,
 // From run r of a row of 4-bit codes, whole groups of 64 values into
 // bfloat16 (NOTE [ 4-bit codes into bfloat16, 32 values per lookup ]): 64 /
 // kRun runs of kRun values each with finite scales (the tensor scale and the
-// zero point checked by the caller): runs of 16 one after another from an
-// even code (codes and outputs alike), runs of 32 each from its own even
-// code start (`starts`, relative to code_base) in the order that
-// d.split_halves says. Returns the first run it did not take.
-// kPlaced: runs of 32 from their own starts (else one after another, codes
-// and outputs alike); kSplit: in ggml's order.
+// zero point checked by the caller). Without kPlaced the runs follow one
+// another from an even code, codes and outputs alike (the caller's `starts`
+// are its `begins`); with kPlaced (runs of 32 only) each starts at its own
+// even code start (`starts`, relative to code_base), in ggml's order where
+// kSplit. Returns the first run it did not take.
 template <int kKind, int kMode, int kRun, bool kPlaced = false,
           bool kSplit = false>
 HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
@@ -490,8 +482,7 @@ HWY_INLINE int64_t FourBitGroupsIntoBFloat16(
     for (int k = 0; k < kRuns; ++k) {
       whole = whole && lengths[r + k] == kRun &&
               (kPlaced ? ((code_base + starts[r + k]) & 1) == 0
-                       : begins[r + k] == begin + k * kRun &&
-                             starts[r + k] == starts[r] + k * kRun) &&
+                       : begins[r + k] == begin + k * kRun) &&
               scales[r + k] - scales[r + k] == 0.0f;  // Finite.
     }
     if (!whole) break;
@@ -555,17 +546,11 @@ template <int kMode>
 HWY_INLINE void ScaledE4M3Table(const RowDecoding& d, float s, __m512i* table) {
   const __m512 scale = _mm512_set1_ps(s);
   const __m512 g = _mm512_set1_ps(d.g);
-  // The upper halves of two vectors of floats: entries 0-15 from the first,
-  // 16-31 from the second.
-  const __m512i upper = _mm512_set_epi16(
-      63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,  //
-      31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   for (int q = 0; q < 4; ++q) {
-    const __m512i first = RoundedToBFloat16(
-        TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q), scale, g));
-    const __m512i second = RoundedToBFloat16(
-        TimesScales<kMode>(_mm512_loadu_ps(d.table + 32 * q + 16), scale, g));
-    table[q] = _mm512_permutex2var_epi16(first, upper, second);
+    table[q] = UpperHalves(
+        ScaledBFloat16<kMode>(_mm512_loadu_ps(d.table + 32 * q), scale, g),
+        ScaledBFloat16<kMode>(_mm512_loadu_ps(d.table + 32 * q + 16), scale,
+                              g));
   }
 }
 
