@@ -398,18 +398,17 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
   // otherwise.
   const bool byte_scales = direct && scale.bits() == 8;
   const int64_t num_runs = static_cast<int64_t>(runs.size());
-  // A row's scale bytes one after another (row-major scales): looked up as
-  // one span, float8_e4m3fn's decoded by their bits.
+  // A row's scales at one stride from the first, read in one call: bytes
+  // one after another (row-major scales), float8_e4m3fn's decoded by their
+  // bits and others looked up; or float16 one after another or one in each
+  // GGUF block (q8_0, q4_0), converted by their bits.
   const bool e4m3_scales = scales.storage_dtype == dtypes::Float8E4M3FN();
-  // Or a row's float16 scales at one stride (q8_0, q4_0: one after another,
-  // or one in each GGUF block): converted by their bits in one call.
   const bool half_scales = direct && scales.storage_dtype == dtypes::Float16();
-  const int64_t half_stride =
+  const int64_t scale_stride =
       half_scales && num_runs > 1 ? scale_offsets[1] - scale_offsets[0] : 1;
-  bool consecutive = byte_scales || (half_scales && half_stride >= 1);
-  for (int64_t r = 1; consecutive && r < num_runs; ++r) {
-    consecutive = scale_offsets[r] - scale_offsets[r - 1] ==
-                  (half_scales ? half_stride : 1);
+  bool one_stride = (byte_scales || half_scales) && scale_stride >= 1;
+  for (int64_t r = 1; one_stride && r < num_runs; ++r) {
+    one_stride = scale_offsets[r] - scale_offsets[r - 1] == scale_stride;
   }
   const ops_internal::RowDecoding decoding{
       static_cast<ops_internal::CodeKind>(std::max(kind, 0)),
@@ -427,11 +426,11 @@ bool RunsOfOneScale(const Tensor& t, const BlockScaleRule& rule,
         if (simd) {
           float* const row = row_scales.data();
           const int64_t* const offsets = scale_offsets.data();
-          if (consecutive && half_scales) {
+          if (one_stride && half_scales) {
             ops_internal::HalvesToFloats(
                 scale.data() + 2 * (scale_base + i[2] + offsets[0]), num_runs,
-                half_stride, row);
-          } else if (consecutive) {
+                scale_stride, row);
+          } else if (one_stride) {
             ops_internal::LookUpBytes(
                 scale.data() + scale_base + i[2] + offsets[0], num_runs,
                 e4m3_scales, scale.table(), row);
