@@ -1,5 +1,6 @@
 #include "ops/quantize.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -876,6 +877,157 @@ TEST(QuantizeTest, FamilyAndGgmlKernelsAgreeOnEveryTarget) {
     EXPECT_EQ(got.amax16, want.amax16) << hwy::TargetName(target);
     EXPECT_EQ(got.amax32, want.amax32) << hwy::TargetName(target);
     EXPECT_EQ(got.amax128, want.amax128) << hwy::TargetName(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// q8_0 and q4_0 codes are ggml's definition on every target, where the
+// quotient t = x * (1 / d) is a rounding boundary or one of its float
+// neighbours, at scales d = 2^j from 2^-126 to 2^120 (t then exact):
+// q8_0's ties k + 1/2 (roundf: half away from zero), q4_0's t + 8.5 at and
+// around each integer (truncated). Every group of eight blocks is finite, the
+// case the widest kernels round with one add (NOTE [ Half away from zero by
+// one add ]); d = 0 blocks and zeros of both signs are among them.
+TEST(QuantizeTest, GgmlCodesAreTheDefinitionAtEveryBoundary) {
+  std::vector<float> q8_values, q4_values;
+  std::vector<int> exponents = {-126, -125, -100, -30, -7, -1,  0,
+                                1,    2,    7,    23,  60, 119, 120};
+  for (int j : exponents) {
+    const float d = std::ldexp(1.0f, j);
+    // t at and beside k + 1/2 for k = -128..127, then 0 and -0 and 1/2's
+    // neighbours: 31 values after each block's maximum 127 d.
+    std::vector<float> q8_t;
+    for (int k = -128; k <= 127; ++k) {
+      const float tie = k + 0.5f;
+      for (float t :
+           {tie, std::nextafter(tie, -1e30f), std::nextafter(tie, 1e30f)}) {
+        if (std::fabs(t) <= 127.0f) q8_t.push_back(t);
+      }
+    }
+    for (float t : {0.0f, -0.0f, 0.49999997f, -0.49999997f, 0x1p-30f,
+                    126.99999f, -127.0f}) {
+      q8_t.push_back(t);
+    }
+    for (size_t i = 0; i < q8_t.size(); i += 31) {
+      q8_values.push_back(127.0f * d);
+      for (size_t k = 0; k < 31; ++k) {
+        q8_values.push_back(i + k < q8_t.size() ? q8_t[i + k] * d : 0.0f);
+      }
+    }
+    // q4_0: the first largest |x| is -8 d, so 1 / d = 2^-j and t = x 2^-j;
+    // t + 8.5 at and beside every integer from 0 to 17.
+    std::vector<float> q4_t;
+    for (int m = 0; m <= 17; ++m) {
+      const float t = m - 8.5f;
+      for (float u : {t, std::nextafter(t, -1e30f), std::nextafter(t, 1e30f)}) {
+        if (std::fabs(u) <= 8.0f) q4_t.push_back(u);
+      }
+    }
+    q4_t.push_back(-0.0f);
+    for (size_t i = 0; i < q4_t.size(); i += 31) {
+      q4_values.push_back(-8.0f * d);
+      for (size_t k = 0; k < 31; ++k) {
+        q4_values.push_back(i + k < q4_t.size() ? q4_t[i + k] * d : 8.0f * d);
+      }
+    }
+  }
+  // Zero blocks (d = 0), and a count of blocks that is a multiple of eight.
+  for (std::vector<float>* v : {&q8_values, &q4_values}) {
+    v->resize((v->size() / 256 + 2) * 256, 0.0f);
+  }
+  // ggml's rows, written from their definition (quantize_row_q8_0_ref,
+  // quantize_row_q4_0_ref), in float.
+  const auto q8_reference = [](const float* x, uint8_t* codes) {
+    float amax = 0;
+    for (int i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < 32; ++i) {
+      codes[i] =
+          static_cast<uint8_t>(static_cast<int8_t>(std::round(x[i] * id)));
+    }
+    return d;
+  };
+  const auto q4_reference = [](const float* x, uint8_t* codes) {
+    float amax = 0, max = 0;
+    for (int i = 0; i < 32; ++i) {
+      if (amax < std::fabs(x[i])) amax = std::fabs(x[i]), max = x[i];
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    for (int i = 0; i < 32; ++i) {
+      codes[i] = static_cast<uint8_t>(
+          std::min(15, static_cast<int>(x[i] * id + 8.5f)));
+    }
+    return d;
+  };
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  int64_t checked = 0;
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    for (bool q4 : {false, true}) {
+      const std::vector<float>& v = q4 ? q4_values : q8_values;
+      const int64_t blocks = static_cast<int64_t>(v.size()) / 32;
+      std::vector<uint8_t> codes(v.size());
+      std::vector<float> d(blocks);
+      ops_internal::QuantizeGgmlBlocks(q4, v.data(), blocks, codes.data(),
+                                       d.data());
+      for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t want[32];
+        const float want_d = q4 ? q4_reference(&v[32 * b], want)
+                                : q8_reference(&v[32 * b], want);
+        ASSERT_EQ(FloatBits(d[b]), FloatBits(want_d))
+            << hwy::TargetName(target) << (q4 ? " q4_0" : " q8_0") << " block "
+            << b;
+        for (int i = 0; i < 32; ++i) {
+          ASSERT_EQ(codes[32 * b + i], want[i])
+              << hwy::TargetName(target) << (q4 ? " q4_0" : " q8_0")
+              << " x = " << v[32 * b + i] << " (" << std::hexfloat
+              << v[32 * b + i] << std::defaultfloat << "), d = " << want_d;
+          ++checked;
+        }
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  EXPECT_GT(checked, 14 * (3 * 256 + 3 * 18) * 2);
+}
+
+// FloatsToHalves (ggml's d as float16) is FloatToHalf on every target: every
+// sign, exponent and top ten mantissa bits, with the thirteen bits that
+// rounding drops below, at, and above their midpoint, and NaNs of many
+// payloads among finite values; counts 0 to 20 from odd offsets.
+TEST(QuantizeTest, FloatsToHalvesIsFloatToHalfOnEveryTarget) {
+  std::vector<float> x;
+  for (uint32_t top = 0; top < (1u << 19); ++top) {
+    for (uint32_t low : {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x1FFFu,
+                         (top * 2654435761u) & 0x1FFFu}) {
+      x.push_back(BitsFloat(top << 13 | low));
+    }
+  }
+  std::vector<uint16_t> want(x.size());
+  for (size_t i = 0; i < x.size(); ++i) want[i] = FloatToHalf(x[i]);
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  ASSERT_FALSE(targets.empty());
+  for (int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<uint16_t> got(x.size(), 0xABCD);
+    ops_internal::FloatsToHalves(x.data(), static_cast<int64_t>(x.size()),
+                                 got.data());
+    for (size_t i = 0; i < x.size(); ++i) {
+      ASSERT_EQ(got[i], want[i])
+          << hwy::TargetName(target) << " " << std::hex << FloatBits(x[i]);
+    }
+    for (int64_t n = 0; n <= 20; ++n) {
+      std::vector<uint16_t> part(n + 2, 0xABCD);
+      ops_internal::FloatsToHalves(x.data() + 4096 * n + 1, n, part.data() + 1);
+      EXPECT_EQ(part[0], 0xABCD);
+      EXPECT_EQ(part[n + 1], 0xABCD) << n;
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(part[1 + i], want[4096 * n + 1 + i]) << n;
+      }
+    }
   }
   hwy::SetSupportedTargetsForTest(0);
 }

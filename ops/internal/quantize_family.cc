@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "dtype/block_scale_rule.h"
-#include "dtype/float_formats.h"
 #include "ops/internal/narrow_codes.h"
 #include "ops/internal/quantize_kernel.h"
 
@@ -43,16 +42,15 @@ void QuantizeGgml(FamilyRecipe recipe, const float* x, int64_t total,
   const bool q4 = recipe == FamilyRecipe::kQ4_0;
   std::vector<uint8_t> codes(q4 ? kChunk * kBlock : 0);
   float d[kChunk];
+  uint16_t d_half[kChunk];
   const int64_t blocks = total / kBlock;
   for (int64_t first = 0; first < blocks; first += kChunk) {
     const int64_t n = std::min(kChunk, blocks - first);
     uint8_t* out = q4 ? codes.data() : values + first * kBlock;
     QuantizeGgmlBlocks(q4, x + first * kBlock, n, out, d);
     if (q4) PackNibbles(out, n * kBlock, first * kBlock, values);
-    for (int64_t b = 0; b < n; ++b) {
-      const uint16_t h = FloatToHalf(d[b]);
-      std::memcpy(scales + 2 * (first + b), &h, 2);
-    }
+    FloatsToHalves(d, n, d_half);
+    std::memcpy(scales + 2 * first, d_half, 2 * n);
   }
 }
 

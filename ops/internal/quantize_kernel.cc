@@ -16,6 +16,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "dtype/float_formats.h"
 #include "ops/internal/narrow_codes.h"
 #include "ops/internal/quantize_kernel.h"
 
@@ -812,6 +813,41 @@ int64_t QuantizeTensorScaledBlocksSimd(int recip, const float* HWY_RESTRICT x,
   return QuantizeTensorScaledBlocksT<false>(x, blocks, g, values, scales);
 }
 
+#if STRATA_QUANTIZE_512
+// NOTE [ Half away from zero by one add ]
+// For a float t with |t| <= 128, t rounded half away from zero (roundf) is
+// the truncation of s = t + copysign(h, t), h = 1/2 - 2^-25, the sum
+// rounded to nearest even. For t >= 0 (the negative case is its mirror):
+//  - a tie k + 1/2 gives k + 1 - 2^-25, within 2^-25 of k + 1 and at least
+//    as far from any other float (the grid below k + 1 is at most 2^-24
+//    fine; at k = 0 the sum is the midpoint of 1 - 2^-24 and 1, and 1 is
+//    even): s = k + 1;
+//  - t below a tie, k + 1/2 - u with u at least t's ulp, gives
+//    k + 1 - u - 2^-25, nearer to k + 1 - u (a float) than to k + 1:
+//    s < k + 1;
+//  - t above a tie, or below 1/2 (s <= 1 - 2^-24), truncates as it rounds.
+// A program checked all 2,248,146,946 such floats against roundf, and
+// GgmlCodesAreTheDefinitionAtEveryBoundary checks the ties and their
+// neighbours at many scales. The truncating conversion of s is then the
+// code: one add and one conversion, where the exact rounding took five
+// operations and Highway's conversion four more to fix up lanes out of
+// int32's range.
+HWY_INLINE VI HalfAwayInRange(VF t) {
+  const DF df;
+  const VF sum = hn::Add(t, hn::CopySignToAbs(hn::Set(df, 0.49999997f), t));
+  return VI{_mm512_cvttps_epi32(sum.raw)};
+}
+
+// The uint4 code min(15, trunc(t + 8.5)) of a t with t + 8.5 in [0, 2^31):
+// the truncating conversion, without the clamp below and the NaN test.
+HWY_INLINE VI Q4CodeInRange(VF t) {
+  const DF df;
+  const DI di;
+  const VF sum = hn::Add(t, hn::Set(df, 8.5f));
+  return hn::Min(VI{_mm512_cvttps_epi32(sum.raw)}, hn::Set(di, 15));
+}
+#endif
+
 // q8_0 and q4_0 (ggml's reference rows) for blocks of 32: the codes (int8,
 // or uint4 one per byte) and d per block.
 void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
@@ -858,25 +894,37 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   if (n == 16) {
     for (; b + 4 * kU <= blocks; b += 4 * kU) {
       hn::Vec<DW> v[kU][8];
-      VI w[kU];  // Group g of w[u]: block b + 4u + g's amax.
+      VI w[kU];          // Group g of w[u]: block b + 4u + g's amax.
+      bool has_nan[kU];  // Whether group u has a NaN (q4_0).
       for (int u = 0; u < kU; ++u) {
         const float* p = x + (b + 4 * u) * kBlock;
         VI m[4];
+        auto nan = hn::Lt(abs_mask, abs_mask);  // None.
         for (int g = 0; g < 4; ++g) {
           v[u][2 * g] = hn::LoadU(df, p + 32 * g);
           v[u][2 * g + 1] = hn::LoadU(df, p + 32 * g + 16);
           VI lo = hn::And(hn::BitCast(di, v[u][2 * g]), abs_mask);
           VI hi = hn::And(hn::BitCast(di, v[u][2 * g + 1]), abs_mask);
           if (q4) {  // NaN never counts (ggml's comparison).
-            lo = hn::IfThenZeroElse(hn::Gt(lo, inf), lo);
-            hi = hn::IfThenZeroElse(hn::Gt(hi, inf), hi);
+            const auto nan_lo = hn::Gt(lo, inf);
+            const auto nan_hi = hn::Gt(hi, inf);
+            nan = hn::Or(nan, hn::Or(nan_lo, nan_hi));
+            lo = hn::IfThenZeroElse(nan_lo, lo);
+            hi = hn::IfThenZeroElse(nan_hi, hi);
           }
           m[g] = hn::Max(lo, hi);
         }
         w[u] = GroupMaxima4(m);
+        has_nan[u] = q4 && !hn::AllFalse(di, nan);
       }
       if (q4) {
         for (int u = 0; u < kU; ++u) {
+          // Where the four blocks' values are finite, a block whose d is 0
+          // or a normal float has every t = x * (1/d) within 8 (1 + 2^-24)^2
+          // of 0 (its largest |x| is -8 d), so t + 8.5 lies in (0, 17) and
+          // its code is that sum's truncation, at most 15: no clamp below,
+          // no NaN.
+          const bool finite = !has_nan[u] && hn::AllTrue(di, hn::Lt(w[u], inf));
           VI c[8];  // The four blocks' codes, contiguous in the output.
           for (int g = 0; g < 4; ++g) {
             const float* p = x + (b + 4 * u + g) * kBlock;
@@ -903,8 +951,11 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
             const float d = max / -8.0f;
             d_out[b + 4 * u + g] = d;
             const auto vid = hn::Set(df, d != 0.0f ? 1.0f / d : 0.0f);
+            const bool in_range =
+                finite && (d == 0.0f || std::fabs(d) >= 0x1p-126f);
             for (int h = 0; h < 2; ++h) {
-              c[2 * g + h] = q4_lanes(hn::Mul(v[u][2 * g + h], vid));
+              const VF t = hn::Mul(v[u][2 * g + h], vid);
+              c[2 * g + h] = in_range ? Q4CodeInRange(t) : q4_lanes(t);
             }
           }
           uint8_t* out = codes + (b + 4 * u) * kBlock;
@@ -924,7 +975,9 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
         hn::Store(d[u], df, ds);
         // Where the four blocks' values are finite and each d is a normal
         // float, every t = x * (1/d) is a number within 127 (1 + 2^-24)^3
-        // of 0, which rounds half away to at most 127: no clamp, no NaN.
+        // of 0, which rounds half away to at most 127: no clamp, no NaN,
+        // and the rounding is one add and a truncating conversion
+        // (NOTE [ Half away from zero by one add ]).
         const bool in_range =
             hn::AllTrue(di, hn::Lt(w[u], inf)) &&
             hn::AllTrue(df, hn::Ge(d[u], hn::Set(df, 0x1p-126f)));
@@ -934,8 +987,7 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
           const VF id_g = BroadcastGroup(id[u], g);
           for (int h = 0; h < 2; ++h) {
             const VF t = hn::Mul(v[u][2 * g + h], id_g);
-            c[2 * g + h] =
-                in_range ? hn::ConvertTo(di, half_away(t)) : q8_lanes(t);
+            c[2 * g + h] = in_range ? HalfAwayInRange(t) : q8_lanes(t);
           }
         }
         uint8_t* out = codes + (b + 4 * u) * kBlock;
@@ -1014,6 +1066,28 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
   }
 }
 
+// float16 bits of n floats, FloatToHalf's: to nearest even, overflow to
+// infinity, NaN quiet with its sign. F16C (on every x86 target from AVX2 up)
+// rounds the same way, but keeps a NaN's top payload bits: eight values with
+// a NaN go through FloatToHalf.
+void FloatsToHalvesSimd(const float* HWY_RESTRICT x, int64_t n,
+                        uint16_t* HWY_RESTRICT out) {
+  int64_t i = 0;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      for (int k = 0; k < 8; ++k) out[i + k] = FloatToHalf(x[i + k]);
+      continue;
+    }
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + i),
+        _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+#endif
+  for (; i < n; ++i) out[i] = FloatToHalf(x[i]);
+}
+
 // The Highway target this copy of the kernels was compiled for.
 const char* KernelTargetSimd() { return hwy::TargetName(HWY_TARGET); }
 
@@ -1058,6 +1132,11 @@ void BlockScales(bool recip, const uint32_t* amax, int64_t n, float g,
   HWY_DYNAMIC_DISPATCH(BlockScalesSimd)(recip, amax, n, g, codes, divisors);
 }
 HWY_EXPORT(QuantizeGgmlSimd);
+HWY_EXPORT(FloatsToHalvesSimd);
+
+void FloatsToHalves(const float* x, int64_t n, uint16_t* out) {
+  HWY_DYNAMIC_DISPATCH(FloatsToHalvesSimd)(x, n, out);
+}
 HWY_EXPORT(QuantizeTensorScaledBlocksSimd);
 
 void QuantizeTensorScaledBlocks(bool recip, const float* x, int64_t blocks,

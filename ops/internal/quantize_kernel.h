@@ -89,6 +89,9 @@ void PackNibblePairs(const uint8_t* codes, int64_t n, uint8_t* out);
 // float16 by the caller).
 void QuantizeGgmlBlocks(bool q4, const float* x, int64_t blocks, uint8_t* codes,
                         float* d);
+// FloatsToHalves: out[i] = FloatToHalf(x[i]) (dtype/float_formats.h) for
+// i < n, ggml's d as float16.
+void FloatsToHalves(const float* x, int64_t n, uint16_t* out);
 
 // The Highway target (e.g. "AVX3_DL", "AVX2") that the run-time dispatch of
 // these kernels picks on this CPU, for benchmark reports.
