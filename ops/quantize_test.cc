@@ -931,6 +931,31 @@ TEST(QuantizeTest, GgmlCodesAreTheDefinitionAtEveryBoundary) {
       }
     }
   }
+  // Products x * (1 / d) that round onto a boundary from below or above,
+  // where d is not a power of two (found by a numpy search): the sum with
+  // 1/2 - 2^-25 (q8_0) or 8.5 (q4_0) truncates to another code if the
+  // product is fused into it (an FMA), so these catch a compiler's
+  // contraction of the two float operations the definition rounds one by
+  // one.
+  const float kQ8Products[][2] = {
+      {0x1.4ccccc0p+0f, 0x1.4f6ba40p-8f}, {0x1.4ccccc0p+0f, -0x1.4f6ba40p-8f},
+      {0x1.d99999ap+1f, 0x1.65ff300p-5f}, {0x1.d99999ap+1f, 0x1.bf7efc0p-3f},
+      {0x1.99999ap-1f, 0x1.9cd3400p-9f},  {0x1.99999ap-1f, -0x1.9cd3400p-9f},
+      {0x1.9066660p+6f, 0x1.938d820p-2f}, {0x1.9066660p+6f, -0x1.938d820p-2f}};
+  const float kQ4Products[][2] = {{-0x1.99999ap-1f, -0x1.ccccce0p-2f},
+                                  {-0x1.4ccccc0p+0f, -0x1.38p+0f},
+                                  {-0x1.4ccccc0p+0f, -0x1.c99999ap-1f},
+                                  {-0x1.d99999ap+1f, -0x1.bc00020p+1f},
+                                  {-0x1.d99999ap+1f, -0x1.0a66680p+1f},
+                                  {-0x1.d99999ap+1f, -0x1.9e666ap+0f}};
+  for (const auto& pair : kQ8Products) {
+    q8_values.push_back(pair[0]);
+    q8_values.resize(q8_values.size() + 31, pair[1]);
+  }
+  for (const auto& pair : kQ4Products) {
+    q4_values.push_back(pair[0]);
+    q4_values.resize(q4_values.size() + 31, pair[1]);
+  }
   // Zero blocks (d = 0), and a count of blocks that is a multiple of eight.
   for (std::vector<float>* v : {&q8_values, &q4_values}) {
     v->resize((v->size() / 256 + 2) * 256, 0.0f);
@@ -943,8 +968,8 @@ TEST(QuantizeTest, GgmlCodesAreTheDefinitionAtEveryBoundary) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      codes[i] =
-          static_cast<uint8_t>(static_cast<int8_t>(std::round(x[i] * id)));
+      const volatile float t = x[i] * id;  // Rounded: never fused.
+      codes[i] = static_cast<uint8_t>(static_cast<int8_t>(std::round(t)));
     }
     return d;
   };
@@ -956,8 +981,8 @@ TEST(QuantizeTest, GgmlCodesAreTheDefinitionAtEveryBoundary) {
     const float d = max / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     for (int i = 0; i < 32; ++i) {
-      codes[i] = static_cast<uint8_t>(
-          std::min(15, static_cast<int>(x[i] * id + 8.5f)));
+      const volatile float t = x[i] * id;  // Rounded: never fused.
+      codes[i] = static_cast<uint8_t>(std::min(15, static_cast<int>(t + 8.5f)));
     }
     return d;
   };
