@@ -30,13 +30,17 @@ namespace hn = hwy::HWY_NAMESPACE;
 namespace qd = quantize_detail;
 
 // NOTE [ Loops over arrays of vectors are unrolled ]
-// GCC at -O2 keeps a loop over an array of vectors (VI c[4], the values of
-// kU groups of kG blocks) as a loop where its body is large, and the array
-// then lives on the stack: every vector is stored and loaded again, and a
-// broadcast's lane is a register. Each such loop of the kernels below has a
-// `#pragma GCC unroll` of at least its trip count, so that the arrays stay
-// in registers (in cache, on a Zen 4: q8_0 32 -> 21 us, q4_0 41 -> 37, mxfp8
-// 39 -> 34, mxfp4 42 -> 34, nvfp4_ts 55 -> 51, nvfp4 46 -> 44).
+// At -O2 (`bazel build -c opt`) GCC keeps a loop over an array of vectors
+// (VI c[4], the values of kU groups of kG blocks) as a loop where its body
+// is large, and the array then lives on the stack: every vector is stored
+// and loaded again, and a broadcast's lane is a register. The loops of the
+// nvfp4, nvfp4_ts and ggml kernels below have a `#pragma GCC unroll` of at
+// least their trip count, so that -O2 builds keep the arrays in registers
+// (in cache, on a Zen 4: q8_0 32 -> 21 us, q4_0 41 -> 37, nvfp4_ts 55 -> 51,
+// nvfp4 46 -> 44). At -O3 (--config=opt: the tools', the package's and the
+// benchmarks' build) GCC unrolls them itself and the pragmas change nothing
+// measurable. QuantizeBlocksT's MX path has none: unrolled whole at -O3 its
+// 32 vectors of values spill (mxfp8 at 64 MiB 3.42 -> 3.70 ms).
 
 // At most 16 float lanes (AVX-512) or 8 elsewhere: every block (16 or 32
 // values) is then a whole number of vectors, and kN / 4 blocks share one
@@ -333,13 +337,10 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
 #endif
     VI bits[kU][kG][kV];
     VI m[kU][kG];
-#pragma GCC unroll 8
     for (int u = 0; u < kU; ++u) {
-#pragma GCC unroll 8
       for (int g = 0; g < kG; ++g) {
         const float* p = src + (blk + u * kG + g) * kBlock;
         m[u][g] = hn::Zero(di);
-#pragma GCC unroll 8
         for (int j = 0; j < kV; ++j) {
           bits[u][g][j] = hn::BitCast(di, hn::LoadU(df, p + j * kN));
           m[u][g] = hn::Max(m[u][g], hn::And(bits[u][g][j], abs_mask));
@@ -348,7 +349,6 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
     }
     VI code[kU];
     VF s[kU];
-#pragma GCC unroll 8
     for (int u = 0; u < kU; ++u) {
       VI w;  // Group g: block g's amax bits.
 #if STRATA_QUANTIZE_512
@@ -379,11 +379,9 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
     // On AVX-512 the four blocks' codes are stored together (StoreCodes4,
     // StoreNibbles4); elsewhere block by block.
     constexpr bool kStoreTogether = STRATA_QUANTIZE_512 && kG == 4;
-#pragma GCC unroll 8
     for (int u = 0; u < kU; ++u) {
       const int64_t first = blk + u * kG;
       VI all_codes[kG * kV];
-#pragma GCC unroll 8
       for (int g = 0; g < kG; ++g) {
         VF sg = s[u];
         if (kG == 2) {
@@ -394,7 +392,6 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
         if (kG == 4) sg = BroadcastGroup(s[u], g);
 #endif
         VI* codes = all_codes + g * kV;
-#pragma GCC unroll 8
         for (int j = 0; j < kV; ++j) {
           const VF a = hn::BitCast(df, hn::And(bits[u][g][j], abs_mask));
           const VF y = kNV ? hn::Div(a, sg) : hn::Mul(a, sg);
@@ -407,7 +404,6 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
 #if STRATA_QUANTIZE_512
       if constexpr (kStoreTogether) {
         // The kG blocks' codes are kG * kV vectors, contiguous in the output.
-#pragma GCC unroll 8
         for (int q = 0; q < kV; ++q) {
           if (kFP4) {
             StoreNibbles4(all_codes + 4 * q,

@@ -218,14 +218,15 @@ bool Avx512Available() {
 }
 
 // NOTE [ Tile loops are unrolled ]
-// GCC at -O2 kept the loops over a tile's registers (r[16], t[16]) as loops,
-// so every register of a tile was stored to the stack and loaded again
-// between the steps of its transpose. Each such loop has a `#pragma GCC
-// unroll` of its trip count, and the tiles stay in registers (ops_benchmark
-// on a Zen 4, 2 rounds alternating: in cache int8 20.5-21.6 -> 14.6-15.6 us,
-// bfloat16 18.3-23.1 -> 13.5-16.8, float32 18.0-19.1 -> 11.7; 64 MiB float64
-// 10.1-10.3 -> 4.6-4.7 ms, int8 8.6-10.1 -> 7.1-7.4, bfloat16 thin and tall
-// 6.1-6.7 -> 4.4-5.1).
+// At -O2 (`bazel build -c opt`) GCC kept the loops over a tile's registers
+// (r[16], t[16]) as loops, so every register of a tile was stored to the
+// stack and loaded again between the steps of its transpose. Each such loop
+// has a `#pragma GCC unroll` of its trip count, and -O2 builds keep the
+// tiles in registers (ops_benchmark on a Zen 4, 2 rounds alternating: in
+// cache int8 20.5-21.6 -> 14.6-15.6 us, float32 18.0-19.1 -> 11.7; 64 MiB
+// float64 10.1-10.3 -> 4.6-4.7 ms, int8 8.6-10.1 -> 7.1-7.4). At -O3
+// (--config=opt, the benchmarks' build) GCC unrolls them itself: the same
+// within noise (in cache int8 12.3-12.8 us either way).
 
 // The low and the high 64-bit pairs of each 128-bit lane of a and b,
 // interleaved (unpacklo_pd and unpackhi_pd on float lanes).
