@@ -76,7 +76,9 @@ HWY_INLINE VI AddKeptBitParity(VI a, VI c) {
 }
 
 // Element codes (magnitude | sign) of y >= 0 (finite) with the sign of `bits`.
-template <bool kFP4, class D>
+// kSaturate false: the caller knows y rounds to at most the largest code
+// (NOTE [ nvfp4 groups that need no saturation ]), and the clamp is left out.
+template <bool kFP4, class D, bool kSaturate = true>
 HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
     D df, hn::Vec<D> y, hn::Vec<hn::RebindToSigned<D>> bits) {
   using VI = hn::Vec<hn::RebindToSigned<D>>;
@@ -96,7 +98,7 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
         AddKeptBitParity<22>(a, hn::Set(di, 0x1FFFFF - ((126 << 1) << 22))));
     code = hn::IfThenElse(hn::RebindMask(di, hn::Lt(y, hn::Set(df, 1.0f))), sub,
                           normal);
-    code = hn::Min(code, hn::Set(di, 0x7));
+    if (kSaturate) code = hn::Min(code, hn::Set(di, 0x7));
     return hn::Or(code, hn::And(hn::ShiftRight<28>(bits), hn::Set(di, 0x8)));
   }
   sub = hn::Sub(hn::BitCast(di, hn::Add(y, hn::Set(df, 16384.0f))),
@@ -109,9 +111,9 @@ HWY_INLINE hn::Vec<hn::RebindToSigned<D>> EncodeElementsOf(
   return hn::Or(code, hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80)));
 }
 
-template <bool kFP4>
+template <bool kFP4, bool kSaturate = true>
 HWY_INLINE VI EncodeElements(VF y, VI bits) {
-  return EncodeElementsOf<kFP4>(DF(), y, bits);
+  return EncodeElementsOf<kFP4, DF, kSaturate>(DF(), y, bits);
 }
 
 #if HWY_TARGET != HWY_SCALAR
@@ -310,18 +312,40 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       VI code16;
       VF s16;
       NVFP4Scales(SixteenMaxima(w), &code16, &s16);
+      const auto encode = [&](auto saturate) {
 #pragma GCC unroll 4
-      for (int u = 0; u < kU; ++u) {
-        VI codes[kG];
+        for (int u = 0; u < kU; ++u) {
+          VI codes[kG];
 #pragma GCC unroll 4
-        for (int g = 0; g < kG; ++g) {
-          const VF sg{
-              _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + g), s16.raw)};
-          const VI bits = hn::BitCast(di, hn::LoadU(df, p + (4 * u + g) * kN));
-          const VF a = hn::BitCast(df, hn::And(bits, abs_mask));
-          codes[g] = EncodeElements<kFP4>(hn::Div(a, sg), bits);
+          for (int g = 0; g < kG; ++g) {
+            const VF sg{
+                _mm512_permutexvar_ps(_mm512_set1_epi32(4 * u + g), s16.raw)};
+            const VI bits =
+                hn::BitCast(di, hn::LoadU(df, p + (4 * u + g) * kN));
+            const VF a = hn::BitCast(df, hn::And(bits, abs_mask));
+            codes[g] = EncodeElements<kFP4, decltype(saturate)::value>(
+                hn::Div(a, sg), bits);
+          }
+          StoreNibbles4(codes, values + (blk + u * kG) * kValueBytes);
         }
-        StoreNibbles4(codes, values + (blk + u * kG) * kValueBytes);
+      };
+      // NOTE [ nvfp4 groups that need no saturation ]
+      // A normal e4m3 scale below the top code (8 <= code <= 0x7D) is amax /
+      // 6 rounded without saturation, within a factor (1 - 2^-4) of it from
+      // below, so every y = |x| / s is at most 6 * 16/15 (1 + 2^-23) < 7,
+      // which rounds to at most e2m1's 6 (code 7); a zero scale divides by
+      // +inf (y = 0), and a NaN scale's codes are cleared below. Subnormal
+      // scales (y up to 9) and the saturated 448 are clamped.
+      const VI normal_below_top = hn::Sub(code16, hn::Set(di, 8));
+      if (hn::AllTrue(di,
+                      hn::Or(hn::Or(hn::Eq(code16, hn::Zero(di)),
+                                    hn::Eq(code16, hn::Set(di, 0x7F))),
+                             hn::And(hn::Gt(normal_below_top, hn::Set(di, -1)),
+                                     hn::Lt(normal_below_top,
+                                            hn::Set(di, 0x7E - 8)))))) {
+        encode(std::false_type());
+      } else {
+        encode(std::true_type());
       }
       hn::StoreU(hn::DemoteTo(d8, code16), d8, scales + blk);
       // The codes of a block with a NaN or infinite scale (after the stores).
