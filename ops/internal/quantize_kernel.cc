@@ -336,13 +336,12 @@ HWY_INLINE void QuantizeBlocksT(const float* HWY_RESTRICT src, int64_t blocks,
       // which rounds to at most e2m1's 6 (code 7); a zero scale divides by
       // +inf (y = 0), and a NaN scale's codes are cleared below. Subnormal
       // scales (y up to 9) and the saturated 448 are clamped.
-      const VI normal_below_top = hn::Sub(code16, hn::Set(di, 8));
-      if (hn::AllTrue(di,
-                      hn::Or(hn::Or(hn::Eq(code16, hn::Zero(di)),
-                                    hn::Eq(code16, hn::Set(di, 0x7F))),
-                             hn::And(hn::Gt(normal_below_top, hn::Set(di, -1)),
-                                     hn::Lt(normal_below_top,
-                                            hn::Set(di, 0x7E - 8)))))) {
+      // Scale codes 8 to 0x7D, or 0, or 0x7F.
+      const auto normal_below_top = hn::And(hn::Gt(code16, hn::Set(di, 7)),
+                                            hn::Lt(code16, hn::Set(di, 0x7E)));
+      if (hn::AllTrue(di, hn::Or(normal_below_top,
+                                 hn::Or(hn::Eq(code16, hn::Zero(di)),
+                                        hn::Eq(code16, hn::Set(di, 0x7F)))))) {
         encode(std::false_type());
       } else {
         encode(std::true_type());
@@ -941,7 +940,7 @@ void QuantizeGgmlSimd(int q4, const float* HWY_RESTRICT x, int64_t blocks,
       for (int u = 0; u < kU; ++u) {
         const float* p = x + (b + 4 * u) * kBlock;
         VI m[4];
-        auto nan = hn::Lt(abs_mask, abs_mask);  // None.
+        auto nan = hn::FirstN(di, 0);  // None.
 #pragma GCC unroll 8
         for (int g = 0; g < 4; ++g) {
           v[u][2 * g] = hn::LoadU(df, p + 32 * g);
