@@ -39,6 +39,7 @@
 #include "layout/layout.h"
 #include "ops/dequantize.h"
 #include "tests/fuzz/fuzz_file.h"
+#include "util/errors.h"
 
 namespace {
 
@@ -133,6 +134,12 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
   }
   auto f32 = Dequantize(t, *dtypes::Float32());
   auto bf16 = Dequantize(t, *dtypes::BFloat16());
+  // Dequantize reads float16 scales aligned only: a file that places a
+  // tensor's blocks at an odd offset gets a ValueError that says so.
+  if (!mx && reinterpret_cast<uintptr_t>(sm->data()) % 2 != 0) {
+    Check(IsValueError(f32.status()) && IsValueError(bf16.status()));
+    return;
+  }
   Check(f32.ok() && bf16.ok() && f32->offset() == 0 && bf16->offset() == 0);
   const auto* got = static_cast<const float*>(f32->carrier()->data());
   const auto* rounded = static_cast<const uint16_t*>(bf16->carrier()->data());
