@@ -26,14 +26,11 @@
 #include "dtype/registry.h"
 #include "layout/int_tuple.h"
 #include "layout/layout.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
 using namespace strata;
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 Tensor Filled(const SimpleDType& dtype, const std::vector<int64_t>& shape,
               uint8_t byte) {
@@ -50,19 +47,20 @@ const std::string& Directory() {
     const char* base = getenv("TEST_TMPDIR");
     std::string pattern =
         std::string(base != nullptr ? base : "/tmp") + "/directory_fuzz_XXXXXX";
-    Check(mkdtemp(pattern.data()) != nullptr);
+    FUZZ_CHECK(mkdtemp(pattern.data()) != nullptr);
     const std::string d = pattern;
-    Check(WriteSafetensors(
-              d + "/model-00001-of-00002.safetensors",
-              {{"a.weight", Filled(*dtypes::Float8E4M3FN(), {130, 100}, 0x38)},
-               {"e", Filled(*dtypes::Float32(), {2, 3}, 0)}})
-              .ok());
-    Check(WriteSafetensors(
-              d + "/model-00002-of-00002.safetensors",
-              {{"a.weight_scale_inv", Filled(*dtypes::Float32(), {2, 1}, 0)},
-               {"b.weight", Filled(*dtypes::Float8E4M3FN(), {4, 64}, 0x30)},
-               {"b.weight_scale", Filled(*dtypes::Float32(), {}, 0)}})
-              .ok());
+    FUZZ_CHECK(WriteSafetensors(d + "/model-00001-of-00002.safetensors",
+                                {{"a.weight", Filled(*dtypes::Float8E4M3FN(),
+                                                     {130, 100}, 0x38)},
+                                 {"e", Filled(*dtypes::Float32(), {2, 3}, 0)}})
+                   .ok());
+    FUZZ_CHECK(
+        WriteSafetensors(
+            d + "/model-00002-of-00002.safetensors",
+            {{"a.weight_scale_inv", Filled(*dtypes::Float32(), {2, 1}, 0)},
+             {"b.weight", Filled(*dtypes::Float8E4M3FN(), {4, 64}, 0x30)},
+             {"b.weight_scale", Filled(*dtypes::Float32(), {}, 0)}})
+            .ok());
     return new std::string(d);
   }();
   return *dir;
@@ -81,14 +79,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!read.ok()) return 0;
   for (const CheckpointTensor& t : read->tensors) {
     if (!t.tensor.ok()) continue;
-    Check(!t.file.empty());
+    FUZZ_CHECK(!t.file.empty());
     // Every level's carrier lies in its file: read its first and last byte.
     const Representation& rep = TensorAccess::representation(*t.tensor);
     volatile uint8_t sink = 0;
     for (int k = 0; k < rep.num_levels(); ++k) {
       const auto* mapped =
           dynamic_cast<const MappedCarrier*>(rep.subtensor(k).carrier.get());
-      Check(mapped != nullptr);
+      FUZZ_CHECK(mapped != nullptr);
       const int64_t bytes = mapped->size_in_bytes();
       if (bytes == 0) continue;
       const auto* p = static_cast<const uint8_t*>(mapped->data());

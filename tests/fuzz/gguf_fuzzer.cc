@@ -38,6 +38,7 @@
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "ops/dequantize.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_file.h"
 #include "util/errors.h"
 
@@ -45,47 +46,43 @@ namespace {
 
 using namespace strata;
 
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
 constexpr int64_t kSmall = 1 << 14;
 
 uint8_t FileByte(const uint8_t* data, size_t size, int64_t offset) {
-  Check(offset >= 0 && static_cast<size_t>(offset) < size);
+  FUZZ_CHECK(offset >= 0 && static_cast<size_t>(offset) < size);
   return data[offset];
 }
 
 const MappedCarrier* Mapped(const Subtensor& s, size_t size) {
   const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get());
-  Check(m != nullptr && m->read_only());
-  Check(s.carrier->mutable_data() == nullptr);
-  Check(m->file_offset() >= 0 &&
-        m->file_offset() + m->size_in_bytes() <= static_cast<int64_t>(size));
+  FUZZ_CHECK(m != nullptr && m->read_only());
+  FUZZ_CHECK(s.carrier->mutable_data() == nullptr);
+  FUZZ_CHECK(m->file_offset() >= 0 && m->file_offset() + m->size_in_bytes() <=
+                                          static_cast<int64_t>(size));
   return m;
 }
 
 void CheckPlain(const Tensor& t, const uint8_t* data, size_t size) {
   const Subtensor& s = TensorAccess::representation(t).subtensor(0);
   const MappedCarrier* m = Mapped(s, size);
-  Check(s.offset == 0);
+  FUZZ_CHECK(s.offset == 0);
   const auto* mapped = static_cast<const uint8_t*>(m->data());
   for (int64_t k = 0; k < m->size_in_bytes() && k < kSmall; ++k) {
-    Check(mapped[k] == FileByte(data, size, m->file_offset() + k));
+    FUZZ_CHECK(mapped[k] == FileByte(data, size, m->file_offset() + k));
   }
 }
 
 void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
   const Representation& rep = TensorAccess::representation(t);
-  Check(rep.num_levels() == 2);
+  FUZZ_CHECK(rep.num_levels() == 2);
   const Subtensor& v = rep.subtensor(0);
   const Subtensor& s = rep.subtensor(1);
   const MappedCarrier* vm = Mapped(v, size);
   const MappedCarrier* sm = Mapped(s, size);
-  Check(vm->file_offset() == sm->file_offset());
+  FUZZ_CHECK(vm->file_offset() == sm->file_offset());
   const bool q8 = &t.dtype() == dtypes::Q8_0();
   const bool mx = &t.dtype() == dtypes::MXFP4();
-  Check(q8 || mx || &t.dtype() == dtypes::Q4_0());
+  FUZZ_CHECK(q8 || mx || &t.dtype() == dtypes::Q4_0());
   const int64_t block_bytes = q8 ? 34 : (mx ? 17 : 18);
   const int64_t qs = mx ? 1 : 2;
   if (t.size() > kSmall) return;
@@ -112,20 +109,20 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
                               (mx ? 0 : FileByte(data, size, block + 1) << 8));
     if (q8) {
       const uint8_t byte = FileByte(data, size, block + qs + e);
-      Check(static_cast<const uint8_t*>(vm->data())[iv] == byte);
+      FUZZ_CHECK(static_cast<const uint8_t*>(vm->data())[iv] == byte);
       want[r] = static_cast<float>(static_cast<int8_t>(byte)) * HalfToFloat(d);
     } else {
       const uint8_t byte = FileByte(data, size, block + qs + e % 16);
       const uint8_t nibble = e < 16 ? byte & 0xF : byte >> 4;
-      Check(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4, iv) ==
-            nibble);
+      FUZZ_CHECK(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4, iv) ==
+                 nibble);
       want[r] = static_cast<float>(nibble - 8) * HalfToFloat(d);
     }
     const int64_t si = s.offset + s.placement(is);
     const int width = mx ? 1 : 2;
     for (int b = 0; b < width; ++b) {
-      Check(static_cast<const uint8_t*>(sm->data())[si * width + b] ==
-            FileByte(data, size, block + b));
+      FUZZ_CHECK(static_cast<const uint8_t*>(sm->data())[si * width + b] ==
+                 FileByte(data, size, block + b));
     }
     for (size_t j = shape.size(); j-- > 0;) {
       if (++coord[j] < shape[j]) break;
@@ -137,10 +134,11 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
   // Dequantize reads float16 scales aligned only: a file that places a
   // tensor's blocks at an odd offset gets a ValueError that says so.
   if (!mx && reinterpret_cast<uintptr_t>(sm->data()) % 2 != 0) {
-    Check(IsValueError(f32.status()) && IsValueError(bf16.status()));
+    FUZZ_CHECK(IsValueError(f32.status()) && IsValueError(bf16.status()));
     return;
   }
-  Check(f32.ok() && bf16.ok() && f32->offset() == 0 && bf16->offset() == 0);
+  FUZZ_CHECK(f32.ok() && bf16.ok() && f32->offset() == 0 &&
+             bf16->offset() == 0);
   const auto* got = static_cast<const float*>(f32->carrier()->data());
   const auto* rounded = static_cast<const uint16_t*>(bf16->carrier()->data());
   for (int64_t r = 0; r < t.size(); ++r) {
@@ -148,13 +146,13 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
     std::memcpy(&bits, &got[r], 4);
     std::memcpy(&want_bits, &want[r], 4);
     const bool nan = (bits & 0x7FFFFFFFu) > 0x7F800000u;
-    if (!mx) Check(nan ? want[r] != want[r] : bits == want_bits);
+    if (!mx) FUZZ_CHECK(nan ? want[r] != want[r] : bits == want_bits);
     // Nearest even; a NaN quieted with its sign.
     const uint32_t upper = bits >> 16, lower = bits & 0xFFFF;
     const uint16_t nearest = static_cast<uint16_t>(
         nan ? upper | 0x40
             : upper + (lower > 0x8000 || (lower == 0x8000 && (upper & 1))));
-    Check(rounded[r] == nearest);
+    FUZZ_CHECK(rounded[r] == nearest);
   }
 }
 
@@ -170,7 +168,7 @@ const std::string& OutputDirectory() {
     const char* base = getenv("TEST_TMPDIR");
     std::string pattern =
         std::string(base != nullptr ? base : "/tmp") + "/gguf_fuzz_XXXXXX";
-    Check(mkdtemp(pattern.data()) != nullptr);
+    FUZZ_CHECK(mkdtemp(pattern.data()) != nullptr);
     return new std::string(pattern);
   }();
   return *dir;
@@ -190,26 +188,26 @@ void CheckRewrite(const Gguf& read, size_t size) {
   }
   const std::string first = OutputDirectory() + "/first.gguf";
   const std::string second = OutputDirectory() + "/second.gguf";
-  Check(WriteGguf(first, Writes(read), read.metadata).ok());
+  FUZZ_CHECK(WriteGguf(first, Writes(read), read.metadata).ok());
   auto again = ReadGguf(first);
-  Check(again.ok());
-  Check(again->version == 3 && again->alignment == read.alignment);
-  Check(again->tensors.size() == read.tensors.size());
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(again->version == 3 && again->alignment == read.alignment);
+  FUZZ_CHECK(again->tensors.size() == read.tensors.size());
   for (size_t i = 0; i < read.tensors.size(); ++i) {
     const GgufTensor& a = read.tensors[i];
     const GgufTensor& b = again->tensors[i];
-    Check(b.tensor.ok() && a.name == b.name && a.ggml_type == b.ggml_type);
-    Check(a.tensor->shape() == b.tensor->shape());
+    FUZZ_CHECK(b.tensor.ok() && a.name == b.name && a.ggml_type == b.ggml_type);
+    FUZZ_CHECK(a.tensor->shape() == b.tensor->shape());
     if (a.tensor->num_subtensors() == 1 && a.tensor->size() > 0) {
       const auto* ma = static_cast<const uint8_t*>(a.tensor->carrier()->data());
       const auto* mb = static_cast<const uint8_t*>(b.tensor->carrier()->data());
       const int64_t bytes =
           *StorageBytes(*a.tensor->dtype().AsSimple(), a.tensor->size());
-      Check(std::memcmp(ma, mb, bytes) == 0);
+      FUZZ_CHECK(std::memcmp(ma, mb, bytes) == 0);
     }
   }
-  Check(WriteGguf(second, Writes(*again), again->metadata).ok());
-  Check(ReadAll(first) == ReadAll(second));
+  FUZZ_CHECK(WriteGguf(second, Writes(*again), again->metadata).ok());
+  FUZZ_CHECK(ReadAll(first) == ReadAll(second));
 }
 
 }  // namespace
@@ -220,10 +218,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto read = ReadGgufFd(fd, "fuzz.gguf");
   close(fd);
   if (!read.ok()) return 0;
-  Check(read->version == 2 || read->version == 3);
-  Check(read->data_offset % read->alignment == 0);
+  FUZZ_CHECK(read->version == 2 || read->version == 3);
+  FUZZ_CHECK(read->data_offset % read->alignment == 0);
   for (const auto& [key, value] : read->metadata) {
-    Check(!value.ToString().empty());
+    FUZZ_CHECK(!value.ToString().empty());
   }
   for (const GgufTensor& t : read->tensors) {
     if (!t.tensor.ok()) continue;

@@ -11,35 +11,33 @@
 #include "layout/algebra.h"
 #include "layout/batch.h"
 #include "layout/layout.h"
+#include "tests/fuzz/fuzz_check.h"
 
 namespace {
 
 constexpr int64_t kSmall = 1 << 12;
 
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
-
 void CheckLaws(const strata::Layout& a, const strata::Layout& b) {
   using namespace strata;
   if (a.size() > kSmall || b.size() > kSmall) return;
   const Layout c = Coalesce(a);
-  Check(c.size() == a.size());
-  for (int64_t i = 0; i < a.size(); ++i) Check(c(i) == a(i));
+  FUZZ_CHECK(c.size() == a.size());
+  for (int64_t i = 0; i < a.size(); ++i) FUZZ_CHECK(c(i) == a(i));
   auto r = Composition(a, b);
   if (r.ok() && a.size() > 0 && b.size() > 0) {
     const Layout ca = Coalesce(a);
-    Check(r->size() == b.size());
+    FUZZ_CHECK(r->size() == b.size());
     for (int64_t i = 0; i < b.size(); ++i) {
       // A's last mode extends without bound: evaluate the coalesced A linearly.
       const int64_t x = b(i);
       if (x < 0) continue;
-      Check((*r)(i) == ca(x));
+      FUZZ_CHECK((*r)(i) == ca(x));
     }
   }
   auto inverse = RightInverse(a);
   if (inverse.ok()) {
-    for (int64_t i = 0; i < inverse->size(); ++i) Check(a((*inverse)(i)) == i);
+    for (int64_t i = 0; i < inverse->size(); ++i)
+      FUZZ_CHECK(a((*inverse)(i)) == i);
   }
 }
 

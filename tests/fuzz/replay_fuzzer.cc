@@ -16,16 +16,13 @@
 #include "dtype/registry.h"
 #include "layout/layout.h"
 #include "proto/codec.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "util/errors.h"
 #include "views/views.h"
 
 namespace {
 
 using namespace strata;
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 constexpr int64_t kSmall = 1 << 12;
 
@@ -121,10 +118,10 @@ Verdict SlowCheck(const proto::RepresentationProto& p) {
 void CheckStableDump(const Tensor& t) {
   const std::string text = ToText(ToProto(t));
   auto parsed = ParseText(text);
-  Check(parsed.ok());
+  FUZZ_CHECK(parsed.ok());
   auto again = Replay(*parsed);
-  Check(again.ok());
-  Check(ToText(ToProto(*again)) == text);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(ToText(ToProto(*again)) == text);
 }
 
 uint64_t Mix(uint64_t x) {
@@ -142,15 +139,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto replayed = Replay(*parsed);
   const Verdict verdict = SlowCheck(*parsed);
   if (replayed.ok()) {
-    Check(verdict != Verdict::kInvalid);
+    FUZZ_CHECK(verdict != Verdict::kInvalid);
   } else if (verdict == Verdict::kValid) {
     // Only a dtype rule may refuse what the universal bounds admit, or the
     // machine: a carrier too large to allocate (representation-cli.md).
     const ErrorKind kind = GetErrorKind(replayed.status());
-    Check(
-        kind == ErrorKind::kResourceExhausted ||
-        (kind == ErrorKind::kValueError &&
-         replayed.status().message().find("block") != absl::string_view::npos));
+    FUZZ_CHECK_STATUS(kind == ErrorKind::kResourceExhausted ||
+                          (kind == ErrorKind::kValueError &&
+                           replayed.status().message().find("block") !=
+                               absl::string_view::npos),
+                      replayed.status());
   }
   if (!replayed.ok()) return 0;
   CheckStableDump(*replayed);
@@ -183,11 +181,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   views.push_back(AsStrided(*replayed, replayed->layout(), replayed->offset()));
   for (const auto& v : views) {
     if (v.ok()) {
-      Check(v->num_subtensors() == replayed->num_subtensors());
+      FUZZ_CHECK(v->num_subtensors() == replayed->num_subtensors());
       CheckStableDump(*v);
     } else {
-      Check(GetErrorKind(v.status()) !=
-            ErrorKind::kNone);  // A Strata error, no crash.
+      // A Strata error, no crash.
+      FUZZ_CHECK_STATUS(GetErrorKind(v.status()) != ErrorKind::kNone,
+                        v.status());
     }
   }
   return 0;

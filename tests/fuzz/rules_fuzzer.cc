@@ -18,15 +18,12 @@
 #include "layout/layout.h"
 #include "ops/ops.h"
 #include "ops/quantize.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "util/errors.h"
 
 namespace {
 
 using namespace strata;
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 const Checkpoint& Fixed() {
   static const Checkpoint* checkpoint = [] {
@@ -57,28 +54,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   auto rules = ParseShardRules(text);
   if (!rules.ok()) {
-    Check(IsValueError(rules.status()));
-    Check(std::string(rules.status().message()).find("line ") !=
-          std::string::npos);
+    FUZZ_CHECK(IsValueError(rules.status()));
+    FUZZ_CHECK(std::string(rules.status().message()).find("line ") !=
+               std::string::npos);
     return 0;
   }
   const int64_t parts = size == 0 ? 1 : 1 + data[0] % 9;
   auto plan = PlanCheckpointShards(Fixed(), *rules, parts);
-  Check(plan.ok());
-  Check(plan->tensors.size() == Fixed().tensors.size());
-  Check(plan->split + plan->replicated + plan->refused ==
-        static_cast<int64_t>(plan->tensors.size()));
+  FUZZ_CHECK(plan.ok());
+  FUZZ_CHECK(plan->tensors.size() == Fixed().tensors.size());
+  FUZZ_CHECK(plan->split + plan->replicated + plan->refused ==
+             static_cast<int64_t>(plan->tensors.size()));
   for (size_t i = 0; i < plan->tensors.size(); ++i) {
     const TensorShardPlan& p = plan->tensors[i];
     if (p.kind != TensorShardPlan::Kind::kSplit) continue;
     const Tensor& whole = *Fixed().tensors[i].tensor;
-    Check(static_cast<int64_t>(p.ranges.size()) == parts);
+    FUZZ_CHECK(static_cast<int64_t>(p.ranges.size()) == parts);
     int64_t at = 0;
     for (const auto& [begin, end] : p.ranges) {
-      Check(begin == at && end > begin);
+      FUZZ_CHECK(begin == at && end > begin);
       at = end;
     }
-    Check(at == whole.shape()[p.dim]);
+    FUZZ_CHECK(at == whole.shape()[p.dim]);
   }
   return 0;
 }

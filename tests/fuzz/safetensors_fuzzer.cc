@@ -27,15 +27,12 @@
 #include "dtype/packing.h"
 #include "dtype/registry.h"
 #include "layout/layout.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "tests/fuzz/fuzz_file.h"
 
 namespace {
 
 using namespace strata;
-
-void Check(bool ok) {
-  if (!ok) __builtin_trap();
-}
 
 constexpr int64_t kSmall = 1 << 14;
 
@@ -48,33 +45,34 @@ std::string ReadAll(const std::string& path) {
 
 // The file's byte `offset`, as the reader must have mapped it.
 uint8_t FileByte(const uint8_t* data, size_t size, int64_t offset) {
-  Check(offset >= 0 && static_cast<size_t>(offset) < size);
+  FUZZ_CHECK(offset >= 0 && static_cast<size_t>(offset) < size);
   return data[offset];
 }
 
 void CheckPlain(const Tensor& t, const uint8_t* data, size_t size) {
   const auto* m = dynamic_cast<const MappedCarrier*>(t.carrier().get());
-  Check(m != nullptr && m->read_only() && t.offset() == 0);
-  Check(m->version() == 0 && t.carrier()->mutable_data() == nullptr);
+  FUZZ_CHECK(m != nullptr && m->read_only() && t.offset() == 0);
+  FUZZ_CHECK(m->version() == 0 && t.carrier()->mutable_data() == nullptr);
   const int64_t bytes = m->size_in_bytes();
-  Check(m->file_offset() >= 8 && m->file_offset() + bytes <= int64_t(size));
+  FUZZ_CHECK(m->file_offset() >= 8 &&
+             m->file_offset() + bytes <= int64_t(size));
   const auto* mapped = static_cast<const uint8_t*>(m->data());
-  Check(mapped != nullptr);
+  FUZZ_CHECK(mapped != nullptr);
   for (int64_t k = 0; k < bytes && k < kSmall; ++k) {
-    Check(mapped[k] == FileByte(data, size, m->file_offset() + k));
+    FUZZ_CHECK(mapped[k] == FileByte(data, size, m->file_offset() + k));
   }
 }
 
 void CheckPair(const Tensor& t, const uint8_t* data, size_t size) {
   const Representation& rep = TensorAccess::representation(t);
-  Check(rep.num_levels() == 2 && &t.dtype() == dtypes::MXFP4());
+  FUZZ_CHECK(rep.num_levels() == 2 && &t.dtype() == dtypes::MXFP4());
   const Subtensor& v = rep.subtensor(0);
   const Subtensor& s = rep.subtensor(1);
   const auto* vm = dynamic_cast<const MappedCarrier*>(v.carrier.get());
   const auto* sm = dynamic_cast<const MappedCarrier*>(s.carrier.get());
-  Check(vm != nullptr && sm != nullptr);
+  FUZZ_CHECK(vm != nullptr && sm != nullptr);
   const std::vector<int64_t> shape = t.shape();
-  Check(!shape.empty() && shape.back() % 32 == 0);
+  FUZZ_CHECK(!shape.empty() && shape.back() % 32 == 0);
   if (t.size() > kSmall) return;
   const int64_t n = shape.back(), groups = n / 32;
   const Layout& s0 = rep.adjacent_layouts()[0];
@@ -90,11 +88,11 @@ void CheckPair(const Tensor& t, const uint8_t* data, size_t size) {
     // Row-major element r: nibble r of the blocks, scale r / 32.
     const uint8_t byte = FileByte(data, size, vm->file_offset() + r / 2);
     const uint8_t nibble = r % 2 == 0 ? byte & 0xF : byte >> 4;
-    Check(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4,
-                     v.offset + iv) == nibble);
+    FUZZ_CHECK(ReadPacked(static_cast<const uint8_t*>(vm->data()), 4,
+                          v.offset + iv) == nibble);
     const int64_t si = s.offset + s.placement(is);
-    Check(static_cast<const uint8_t*>(sm->data())[si] ==
-          FileByte(data, size, sm->file_offset() + r / 32));
+    FUZZ_CHECK(static_cast<const uint8_t*>(sm->data())[si] ==
+               FileByte(data, size, sm->file_offset() + r / 32));
     (void)groups;
     for (size_t j = shape.size(); j-- > 0;) {
       if (++coord[j] < shape[j]) break;
@@ -108,12 +106,13 @@ void CheckPair(const Tensor& t, const uint8_t* data, size_t size) {
 void CheckGroup(const Tensor& t, const uint8_t* data, size_t size) {
   for (const Subtensor& s : TensorAccess::representation(t).subtensors()) {
     const auto* m = dynamic_cast<const MappedCarrier*>(s.carrier.get());
-    Check(m != nullptr && m->read_only() && s.offset == 0);
+    FUZZ_CHECK(m != nullptr && m->read_only() && s.offset == 0);
     const int64_t bytes = m->size_in_bytes();
-    Check(m->file_offset() >= 8 && m->file_offset() + bytes <= int64_t(size));
+    FUZZ_CHECK(m->file_offset() >= 8 &&
+               m->file_offset() + bytes <= int64_t(size));
     const auto* mapped = static_cast<const uint8_t*>(m->data());
     for (int64_t k = 0; k < bytes && k < kSmall; ++k) {
-      Check(mapped[k] == FileByte(data, size, m->file_offset() + k));
+      FUZZ_CHECK(mapped[k] == FileByte(data, size, m->file_offset() + k));
     }
   }
 }
@@ -150,19 +149,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!wrote.ok()) {
     // Only names written twice (a pair P beside a tensor P.blocks, say) may
     // refuse: everything that imported has a safetensors form.
-    Check(std::string(wrote.message()).find("written twice") !=
-          std::string::npos);
+    FUZZ_CHECK(std::string(wrote.message()).find("written twice") !=
+               std::string::npos);
     return 0;
   }
   auto again = ReadSafetensors(first);
-  Check(again.ok());
+  FUZZ_CHECK(again.ok());
   std::vector<std::pair<std::string, Tensor>> reimported;
   for (const SafetensorsTensor& t : again->tensors) {
-    Check(t.tensor.ok());
+    FUZZ_CHECK(t.tensor.ok());
     reimported.emplace_back(t.name, *t.tensor);
   }
-  Check(WriteSafetensors(second, reimported, again->metadata).ok());
-  Check(ReadAll(first) == ReadAll(second));
+  FUZZ_CHECK(WriteSafetensors(second, reimported, again->metadata).ok());
+  FUZZ_CHECK(ReadAll(first) == ReadAll(second));
   unlink(first.c_str());
   unlink(second.c_str());
   return 0;
