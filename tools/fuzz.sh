@@ -35,6 +35,17 @@ for n in "${names[@]}"; do
     cp "$scratch/$n/crashes/"* tests/fuzz/regressions/"$n"/ 2>/dev/null || true
     echo "${n}_fuzzer FOUND A CRASH; inputs copied to tests/fuzz/regressions/$n/"
     tail -30 "$scratch/$n/log"
+    # The check that failed (FUZZ_CHECK), and each crash input in base64: a CI
+    # machine's copy is gone with it, and libFuzzer prints none over 256 bytes.
+    grep -A1 "check failed" "$scratch/$n/log" || true
+    for input in "$scratch/$n/crashes/"*; do
+      [ -f "$input" ] || continue
+      if [ "$(stat -c %s "$input")" -le 16384 ]; then
+        echo "input $(basename "$input") (base64):"
+        base64 -w 0 "$input"
+        echo
+      fi
+    done
   fi
   grep -E "stat::number_of_executed_units|stat::peak_rss_mb" "$scratch/$n/log" | sed "s/^/  ${n}: /"
 done
