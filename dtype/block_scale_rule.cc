@@ -558,8 +558,22 @@ bool BlockScaleRule::KeepsVerdictWhenSliced(
   if (per_value && end - first == 1) return true;
   // Whole steps of the last leaf: the block, a prefix of the inner leaves,
   // divides start and count.
-  return slice.step == 1 && inner > 0 && slice.start % inner == 0 &&
-         slice.count % inner == 0;
+  if (slice.step != 1 || inner <= 0 || slice.start % inner != 0 ||
+      slice.count % inner != 0) {
+    return false;
+  }
+  // One step of the last leaf leaves the inner leaves alone: where L_0
+  // broadcasts all of them (a block whose values L_0 reads from one index),
+  // the sliced mode is broadcast, and the judgement skips it and its block.
+  if (slice.count == inner) {
+    bool inner_broadcast = true;
+    for (int k = first; k + 1 < end; ++k) {
+      inner_broadcast =
+          inner_broadcast && (extents[k] <= 1 || l_strides[k] == 0);
+    }
+    if (inner_broadcast) return false;
+  }
+  return true;
 }
 
 absl::StatusOr<int> BlockScaleRule::BlockedMode(

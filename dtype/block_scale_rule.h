@@ -134,7 +134,9 @@ class BlockScaleRule final : public RepresentationRule {
   // that L_0 broadcasts, of a mode with one scale per value when the mode is
   // one leaf (any start and step) or the slice takes whole steps of its last
   // leaf, or of a blocked mode by whole steps of its last leaf (whole blocks,
-  // as the block is a prefix of the inner leaves). Why the verdict stays:
+  // as the block is a prefix of the inner leaves) -- but not one step where
+  // L_0 broadcasts every inner leaf: that slice's mode is broadcast, which
+  // the judgement skips, so its block is lost. Why the verdict stays:
   // - every mode but the sliced one is read as before, and the sliced one
   //   keeps its block (its stride-0 prefix is untouched) or becomes one
   //   block (count == block: a constant mode, which takes the entry the

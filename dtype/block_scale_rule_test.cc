@@ -113,6 +113,38 @@ TEST(BlockScaleRuleTest, AContextOfNoLevelIsRefusedWithoutReadingL0) {
   EXPECT_TRUE(IsValueError(rule.BlockedMode(context).status()));
 }
 
+// NOTE [ Slices that keep the block-scaling verdict ]: one block of a mode
+// whose blocks L_0 broadcasts (each block's values read one index) leaves the
+// mode broadcast, which the judgement skips with its block, so the rule
+// claims nothing for that slice and refuses it; two blocks keep a moving leaf,
+// and one block of values L_0 reads one by one is a constant mode. (The
+// replay fuzzer found the wrong claim: a view of a validated Tensor the rule
+// refuses.)
+TEST(BlockScaleRuleTest, OneBlockOfBlocksThatLZeroBroadcastsIsJudgedAgain) {
+  const BlockScaleRule rule(16);
+  const auto context = [](const std::string& l0, const std::string& s0,
+                          const std::string& l1) {
+    return FrozenContext(*dtypes::NVFP4(), {L(l0), L(l1)}, {L(s0)});
+  };
+  const FrozenContext broadcast =
+      context("(4,(16,4)):(64,(0,16))", "(4,(16,4)):(1,(0,4))", "(4,4):(4,1)");
+  ASSERT_TRUE(rule.Validate(broadcast).ok()) << rule.Validate(broadcast);
+  EXPECT_FALSE(rule.KeepsVerdictWhenSliced(broadcast, {1, 16, 16, 1}));
+  const absl::Status one_block = rule.Validate(
+      context("(4,(16,1)):(64,(0,0))", "(4,(16,1)):(1,(0,0))", "(4,1):(4,0)"));
+  EXPECT_TRUE(IsValueError(one_block)) << one_block;
+  EXPECT_TRUE(rule.KeepsVerdictWhenSliced(broadcast, {1, 16, 32, 1}));
+  EXPECT_TRUE(rule.Validate(context("(4,(16,2)):(64,(0,16))",
+                                    "(4,(16,2)):(1,(0,4))", "(4,2):(4,1)"))
+                  .ok());
+  const FrozenContext dense =
+      context("(4,(16,4)):(64,(1,16))", "(4,(16,4)):(1,(0,4))", "(4,4):(4,1)");
+  EXPECT_TRUE(rule.KeepsVerdictWhenSliced(dense, {1, 16, 16, 1}));
+  EXPECT_TRUE(rule.Validate(context("(4,(16,1)):(64,(1,0))",
+                                    "(4,(16,1)):(1,(0,0))", "(4,1):(4,0)"))
+                  .ok());
+}
+
 // --- NOTE [ Verdicts that views keep ], as a law
 // --------------------------------
 

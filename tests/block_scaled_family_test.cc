@@ -24,6 +24,7 @@
 #include "proto/codec.h"
 #include "tests/test_util.h"
 #include "util/errors.h"
+#include "util/status_macros.h"
 #include "views/view_paths.h"
 #include "views/views.h"
 
@@ -468,6 +469,40 @@ FrozenContext ContextOf(const Tensor& t) {
   return FrozenContext(rep.logical_dtype(), placements, adjacent);
 }
 
+// `t` with L_0's stride set to 0 on the leading leaves of every mode whose S_0
+// stride is 0 there (its block), all but the mode's last leaf: each block's
+// values read one index, as a written or replayed representation may say.
+// The rule's error where it refuses that.
+absl::StatusOr<Tensor> BroadcastWithinBlocks(const Tensor& t) {
+  const Representation& rep = TensorAccess::representation(t);
+  const Layout& l0 = rep.subtensor(0).placement;
+  const auto s0_strides = rep.adjacent_layouts()[0].stride().leaves();
+  const IntTuple::Elements modes = l0.shape().TopElements();
+  std::vector<bool> zero(l0.shape().num_leaves(), false);
+  for (int m = 0; m < modes.size(); ++m) {
+    for (int k = modes.leaf[m]; k + 1 < modes.leaf[m + 1] && s0_strides[k] == 0;
+         ++k) {
+      zero[k] = true;
+    }
+  }
+  std::vector<SubtensorCandidate> subtensors;
+  for (const Subtensor& s : rep.subtensors()) {
+    subtensors.push_back({s.storage_dtype, s.carrier, s.offset,
+                          absl::StatusOr<Layout>(s.placement)});
+  }
+  subtensors[0].placement = Layout::Create(
+      l0.shape(), l0.stride().TransformLeaves([&](size_t k, int64_t d) {
+        return zero[k] ? int64_t{0} : d;
+      }));
+  std::vector<absl::StatusOr<Layout>> adjacent(rep.adjacent_layouts().begin(),
+                                               rep.adjacent_layouts().end());
+  STRATA_ASSIGN_OR_RETURN(
+      auto broadcast,
+      Representation::Create(&rep.logical_dtype(), std::move(subtensors),
+                             std::move(adjacent)));
+  return MakeTensor(std::move(broadcast));
+}
+
 // NOTE [ Slices that keep the block-scaling verdict ] (dtype/
 // block_scale_rule.h): over random slices (any start and step, aligned to
 // the blocks half of the time) of every format, scale layout and a view of
@@ -476,7 +511,8 @@ FrozenContext ContextOf(const Tensor& t) {
 // ValueError) or judged valid by the rule in full; it is never the internal
 // error of a wrong claim (this build runs the rule on every slice). Each
 // kind of claim is made many times, and so are refusals of the rule where it
-// makes none.
+// makes none -- among them one block of a mode whose blocks L_0 broadcasts,
+// a mode the judgement then skips (the replay fuzzer's find).
 TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
   testing::RandomLayouts gen(38);
   struct Case {
@@ -504,7 +540,8 @@ TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
       {dtypes::Q4_0(), kBlocksOfTheFormat, 32, ScaleLayout::kRowMajor},
   };
   int claimed = 0, claimed_and_admitted = 0, claimed_with_step = 0,
-      claimed_by_blocks = 0, judged_and_refused = 0;
+      claimed_by_blocks = 0, judged_and_refused = 0,
+      broadcast_block_refused = 0;
   for (int n = 0; n < 5000; ++n) {
     const Case& c = cases[n % cases.size()];
     const bool ragged = FindBlockScaleRule(*c.dtype)->scaling().ragged;
@@ -557,6 +594,11 @@ TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
         if (v.ok()) source = *v;
         break;
       }
+      case 3: {
+        auto broadcast = BroadcastWithinBlocks(source);
+        if (broadcast.ok()) source = *broadcast;
+        break;
+      }
       default:
         break;
     }
@@ -589,6 +631,10 @@ TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
     if (!claim) {
       if (!v.ok() && absl::StrContains(v.status().message(), "needs")) {
         ++judged_and_refused;
+        if (count == b &&
+            absl::StrContains(v.status().message(), "has 0 such modes")) {
+          ++broadcast_block_refused;
+        }
       }
       continue;
     }
@@ -605,14 +651,15 @@ TEST(BlockScaledFamilyTest, SlicesTheRuleClaimsKeepTheVerdict) {
   }
   std::printf(
       "claimed %d (admitted %d, with steps %d, by blocks %d); "
-      "refused by the rule %d\n",
+      "refused by the rule %d (one broadcast block %d)\n",
       claimed, claimed_and_admitted, claimed_with_step, claimed_by_blocks,
-      judged_and_refused);
+      judged_and_refused, broadcast_block_refused);
   EXPECT_GT(claimed, 3000);
   EXPECT_GT(claimed_and_admitted, 3000);
   EXPECT_GT(claimed_with_step, 200);
   EXPECT_GT(claimed_by_blocks, 200);
   EXPECT_GT(judged_and_refused, 50);
+  EXPECT_GT(broadcast_block_refused, 10);
 }
 
 TEST(BlockScaledFamilyTest, QuantizedTensorsSurviveDumpReplayDump) {
