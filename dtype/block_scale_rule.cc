@@ -526,8 +526,14 @@ bool BlockScaleRule::KeepsVerdictWhenSliced(
   const int64_t* extents = shape.leaves().data();
   const int64_t* s_strides = s0.stride().leaves().data();
   const int64_t* l_strides = l0.stride().leaves().data();
-  int64_t inner = 1;  // Every leaf of the mode but the last.
-  for (int k = first; k + 1 < end; ++k) inner *= extents[k];
+  // Every leaf of the mode but the last: their extents' product, and whether
+  // L_0 broadcasts all of them (reads each one's values from one index).
+  int64_t inner = 1;
+  bool inner_broadcast = true;
+  for (int k = first; k + 1 < end; ++k) {
+    inner *= extents[k];
+    inner_broadcast = inner_broadcast && (extents[k] <= 1 || l_strides[k] == 0);
+  }
   const int64_t extent = end > first ? inner * extents[end - 1] : 1;
   if (slice.start == 0 && slice.step == 1 && slice.count == extent) {
     return true;  // The source itself.
@@ -538,10 +544,9 @@ bool BlockScaleRule::KeepsVerdictWhenSliced(
   for (size_t j = 0; j < l1_extents.size(); ++j) {
     if (l1_extents[j] > 1 && l1_strides[j] == 0) return false;
   }
-  bool broadcast = true;
-  for (int k = first; k < end; ++k) {
-    broadcast = broadcast && (extents[k] <= 1 || l_strides[k] == 0);
-  }
+  const bool broadcast =
+      inner_broadcast &&
+      (end == first || extents[end - 1] <= 1 || l_strides[end - 1] == 0);
   if (broadcast) return true;  // The judgement skips the mode.
   Pieces pieces;
   for (int k = first; k < end; ++k) AddLeaf(extents[k], s_strides[k], &pieces);
@@ -565,15 +570,7 @@ bool BlockScaleRule::KeepsVerdictWhenSliced(
   // One step of the last leaf leaves the inner leaves alone: where L_0
   // broadcasts all of them (a block whose values L_0 reads from one index),
   // the sliced mode is broadcast, and the judgement skips it and its block.
-  if (slice.count == inner) {
-    bool inner_broadcast = true;
-    for (int k = first; k + 1 < end; ++k) {
-      inner_broadcast =
-          inner_broadcast && (extents[k] <= 1 || l_strides[k] == 0);
-    }
-    if (inner_broadcast) return false;
-  }
-  return true;
+  return !(slice.count == inner && inner_broadcast);
 }
 
 absl::StatusOr<int> BlockScaleRule::BlockedMode(
