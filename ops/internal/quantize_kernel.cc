@@ -589,10 +589,10 @@ HWY_INLINE void EncodeBlocksT(const float* HWY_RESTRICT x, int64_t blocks,
                               const float* HWY_RESTRICT divisors,
                               const uint32_t* HWY_RESTRICT amax,
                               uint8_t* HWY_RESTRICT codes) {
-  const DW df;
   const bool multiply = pre != 1.0f;
   int64_t b = 0;
 #if STRATA_QUANTIZE_512
+  const DW df;
   const int64_t n = static_cast<int64_t>(hn::Lanes(df));
   const auto vp = hn::Set(df, pre);
   // Blocks of one vector (nvfp4_ts's 16 values): four at a time, so that
