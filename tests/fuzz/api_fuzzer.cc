@@ -61,6 +61,7 @@
 #include "ops/relayout.h"
 #include "ops/requantize.h"
 #include "proto/codec.h"
+#include "tests/fuzz/fuzz_check.h"
 #include "util/errors.h"
 #include "views/views.h"
 
@@ -68,15 +69,6 @@ namespace {
 
 using namespace strata;
 namespace ag = strata::autograd;
-
-#define API_CHECK(cond)                                                     \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "api_fuzzer: invariant failed at line %d: %s\n", \
-                   __LINE__, #cond);                                        \
-      std::abort();                                                         \
-    }                                                                       \
-  } while (0)
 
 // The slow references (the view invariant's walk, the ops' evaluation) are
 // this target's own code, not what it explores: libFuzzer's comparison
@@ -339,13 +331,13 @@ const SimpleDType* UserDType(Reader& r) {
   const SimpleDType* d = nullptr;
   if (created.ok()) {
     d = *created;
-    API_CHECK(d->bits() == spec.bits);
-    API_CHECK(Admitted(spec.bits));
+    FUZZ_CHECK(d->bits() == spec.bits);
+    FUZZ_CHECK(Admitted(spec.bits));
   } else {
-    API_CHECK(IsValueError(created.status()));
+    FUZZ_CHECK(IsValueError(created.status()));
     // Admitted widths with no exponent/mantissa to fit must be accepted.
     if (spec.numeric_class != NumericClass::kFloating && Admitted(spec.bits)) {
-      API_CHECK(false && "SimpleDType::Create refused an admitted width");
+      FUZZ_CHECK(false && "SimpleDType::Create refused an admitted width");
     }
   }
   (*cache)[key] = d;
@@ -369,13 +361,13 @@ std::shared_ptr<Carrier> MakeExternal(const SimpleDType* d, int64_t size,
   const int64_t live_before = g_external_live;
   ++g_external_live;
   auto c = ExternalCarrier::Create(*d, size, buffer->bytes.get(), [buffer] {
-    API_CHECK(!buffer->deleted);  // Exactly once.
+    FUZZ_CHECK(!buffer->deleted);  // Exactly once.
     buffer->deleted = true;
     --g_external_live;
     delete buffer;
   });
   if (!c.ok()) {
-    API_CHECK(g_external_live == live_before + 1);  // The deleter did not run.
+    FUZZ_CHECK(g_external_live == live_before + 1);  // The deleter did not run.
     --g_external_live;
     delete buffer;
     return nullptr;
@@ -858,7 +850,7 @@ void RefusedUserDType(const absl::Status& s) {
                  s.message().find("no host data") == absl::string_view::npos)) {
     std::fprintf(stderr, "api_fuzzer: a user dtype was not refused: %s\n",
                  s.ToString().c_str());
-    API_CHECK(false);
+    FUZZ_CHECK(false);
   }
 }
 
@@ -906,12 +898,8 @@ class Session {
   }
   // A failed call: an error kind, nothing changed, nothing kept.
   void Failed(const absl::Status& s, const std::vector<CarrierState>& before) {
-    if (!StrataError(s)) {
-      std::fprintf(stderr, "api_fuzzer: not a Strata error: %s\n",
-                   s.ToString().c_str());
-      API_CHECK(false);
-    }
-    API_CHECK(Capture() == before);
+    FUZZ_CHECK_STATUS(StrataError(s), s);
+    FUZZ_CHECK(Capture() == before);
   }
   // After a successful call: only `written` was bumped, once (or not at all
   // when `maybe_untouched`).
@@ -920,10 +908,10 @@ class Session {
     for (const CarrierState& s : before) {
       const uint64_t now = s.carrier->version();
       if (s.carrier == written) {
-        API_CHECK(now == s.version + 1 ||
-                  (maybe_untouched && now == s.version));
+        FUZZ_CHECK(now == s.version + 1 ||
+                   (maybe_untouched && now == s.version));
       } else {
-        API_CHECK(now == s.version);
+        FUZZ_CHECK(now == s.version);
       }
     }
   }
@@ -960,7 +948,7 @@ class Session {
     if (d == nullptr) return;
     auto layout = MakeLayout(r_);
     if (!layout.ok()) {
-      API_CHECK(IsValueError(layout.status()) || IsTypeError(layout.status()));
+      FUZZ_CHECK(IsValueError(layout.status()) || IsTypeError(layout.status()));
       return;
     }
     const Bounds b = LeafBounds(*layout);
@@ -972,7 +960,7 @@ class Session {
           layout->ToString().c_str(), static_cast<long long>(layout->size()),
           static_cast<long long>(layout->cosize()),
           static_cast<long long>(layout->min_index()));
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
     __int128 offset = -b.min + r_.Range(0, 2);
     if ((r_.Byte() & 7) == 0) offset = r_.Arg(-2, 8);
@@ -994,7 +982,7 @@ class Session {
     if (kind <= 1) {
       auto h = HostCarrier::Create(*d, static_cast<int64_t>(size));
       if (!h.ok()) {
-        API_CHECK(StrataError(h.status()));
+        FUZZ_CHECK(StrataError(h.status()));
         return;
       }
       carrier = *h;
@@ -1026,7 +1014,7 @@ class Session {
                             off + (b.size == 0 ? 0 : b.max + 1) <= size &&
                             off + b.min >= 0;
     auto t = Tensor::Create(carrier, off, *layout);
-    API_CHECK(carrier->version() == version);
+    FUZZ_CHECK(carrier->version() == version);
     if (t.ok() != admissible) {
       std::fprintf(stderr,
                    "api_fuzzer: Tensor::Create(%s carrier size %lld, offset "
@@ -1034,15 +1022,15 @@ class Session {
                    std::string(carrier->class_name()).c_str(),
                    static_cast<long long>(size), static_cast<long long>(off),
                    layout->ToString().c_str(), t.ok(), admissible);
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
     if (!t.ok()) {
-      API_CHECK(IsValueError(t.status()));
-      API_CHECK(carrier.use_count() == 1);
+      FUZZ_CHECK(IsValueError(t.status()));
+      FUZZ_CHECK(carrier.use_count() == 1);
       return;
     }
-    API_CHECK(t->size() == layout->size() && t->offset() == off &&
-              t->num_subtensors() == 1 && &t->dtype() == d);
+    FUZZ_CHECK(t->size() == layout->size() && t->offset() == off &&
+               t->num_subtensors() == 1 && &t->dtype() == d);
     Keep(*t);
   }
 
@@ -1065,17 +1053,17 @@ class Session {
     for (int i = 0; i < rep.num_levels(); ++i) {
       const Subtensor& s = rep.subtensor(i);
       const Bounds b = LeafBounds(s.placement);
-      API_CHECK(s.offset >= 0);
-      API_CHECK(s.offset + (b.size == 0 ? 0 : b.max + 1) <= s.carrier->size());
-      API_CHECK(s.offset + b.min >= 0);
+      FUZZ_CHECK(s.offset >= 0);
+      FUZZ_CHECK(s.offset + (b.size == 0 ? 0 : b.max + 1) <= s.carrier->size());
+      FUZZ_CHECK(s.offset + b.min >= 0);
       if (i + 1 < rep.num_levels()) {
         const Layout& a = rep.adjacent_layouts()[i];
-        API_CHECK(a.shape() == s.placement.shape());
+        FUZZ_CHECK(a.shape() == s.placement.shape());
         if (a.size() > kSmall) continue;
         const int64_t next = rep.subtensor(i + 1).placement.size();
         for (int64_t k = 0; k < a.size(); ++k) {
           const __int128 x = Eval(a, k);
-          API_CHECK(x >= 0 && x < next);
+          FUZZ_CHECK(x >= 0 && x < next);
         }
       }
     }
@@ -1085,16 +1073,16 @@ class Session {
   template <typename Sigma>
   REFERENCE void CheckView(const Tensor& src, const Tensor& view,
                            const std::vector<int64_t>& expected, Sigma sigma) {
-    API_CHECK(&view.dtype() == &src.dtype());
-    API_CHECK(view.num_subtensors() == src.num_subtensors());
+    FUZZ_CHECK(&view.dtype() == &src.dtype());
+    FUZZ_CHECK(view.num_subtensors() == src.num_subtensors());
     const std::vector<int64_t> got = Extents(view.layout());
     if (got != expected) {
       std::fprintf(stderr, "api_fuzzer: view of %s is %s\n",
                    src.layout().ToString().c_str(),
                    view.layout().ToString().c_str());
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
-    API_CHECK(view.shape() == got);
+    FUZZ_CHECK(view.shape() == got);
     CheckBounds(TensorAccess::representation(view));
     if (view.size() > kSmall) return;
     const std::vector<int64_t> se = Extents(src.layout());
@@ -1107,7 +1095,7 @@ class Session {
         std::fprintf(stderr, "api_fuzzer: view invariant broken: %s of %s\n",
                      view.layout().ToString().c_str(),
                      src.layout().ToString().c_str());
-        API_CHECK(false);
+        FUZZ_CHECK(false);
       }
     });
   }
@@ -1150,7 +1138,7 @@ class Session {
         for (size_t i = 0; valid && i < sorted.size(); ++i)
           valid = sorted[i] == static_cast<int64_t>(i);
         auto v = Permute(src, perm);
-        if (!valid) API_CHECK(!v.ok());
+        if (!valid) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         std::vector<int64_t> ne(rank);
         for (int64_t i = 0; i < rank; ++i) ne[i] = e[perm[i]];
@@ -1171,7 +1159,7 @@ class Session {
         const bool valid = dim >= 0 && dim < rank && step > 0 && start >= 0 &&
                            start <= stop && stop <= extent;
         auto v = Slice(src, dim, start, stop, step);
-        if (!valid) API_CHECK(!v.ok());
+        if (!valid) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         std::vector<int64_t> ne = e;
         ne[dim] = static_cast<int64_t>(
@@ -1212,7 +1200,7 @@ class Session {
         const __int128 prod = Product(ne);
         bool negative = false;
         for (int64_t x : ne) negative |= x < 0;
-        if (negative || prod != src.size()) API_CHECK(!v.ok());
+        if (negative || prod != src.size()) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         CheckView(src, *v, ne, [&](const std::vector<int64_t>& c) {
           int64_t r = RowMajor(ne, c);
@@ -1240,12 +1228,12 @@ class Session {
                           offset + (b.size == 0 ? 0 : b.max + 1) <= csize &&
                           offset + b.min >= 0;
         auto v = AsStrided(src, *layout, offset);
-        if (!fits) API_CHECK(!v.ok());
-        if (src.num_subtensors() == 1 && fits && csize >= 0) API_CHECK(v.ok());
+        if (!fits) FUZZ_CHECK(!v.ok());
+        if (src.num_subtensors() == 1 && fits && csize >= 0) FUZZ_CHECK(v.ok());
         if (!finish(v)) return;
-        API_CHECK(v->carrier() == src.carrier());
-        API_CHECK(v->num_subtensors() == src.num_subtensors());
-        API_CHECK(Extents(v->layout()) == Extents(*layout));
+        FUZZ_CHECK(v->carrier() == src.carrier());
+        FUZZ_CHECK(v->num_subtensors() == src.num_subtensors());
+        FUZZ_CHECK(Extents(v->layout()) == Extents(*layout));
         CheckBounds(TensorAccess::representation(*v));
         if (v->size() > kSmall || src.size() > kSmall) {
           Keep(*v);
@@ -1259,14 +1247,14 @@ class Session {
         }
         for (int64_t k = 0; k < v->size(); ++k) {
           const Reached a = Reach(TensorAccess::representation(*v), k);
-          API_CHECK(a[0].second ==
-                    offset + static_cast<int64_t>(Eval(*layout, k)));
+          FUZZ_CHECK(a[0].second ==
+                     offset + static_cast<int64_t>(Eval(*layout, k)));
           if (src.num_subtensors() == 1) continue;
           auto it = pre.find(a[0].second);
-          API_CHECK(it != pre.end());  // Reaches only what L_0 reaches.
+          FUZZ_CHECK(it != pre.end());  // Reaches only what L_0 reaches.
           if (it->second.size() != 1) continue;
-          API_CHECK(Reach(TensorAccess::representation(src), it->second[0]) ==
-                    a);
+          FUZZ_CHECK(Reach(TensorAccess::representation(src), it->second[0]) ==
+                     a);
         }
         Keep(*v);
         return;
@@ -1287,7 +1275,7 @@ class Session {
             valid = valid && (x == 1 || x == ne[i]);
           }
         }
-        if (!valid) API_CHECK(!v.ok());
+        if (!valid) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         const size_t shift = ne.size() - e.size();
         CheckView(src, *v, ne, [&](const std::vector<int64_t>& c) {
@@ -1322,7 +1310,7 @@ class Session {
                   (e[i] == 1 || e[i] == ne[dims[i]]);
         }
         auto v = BroadcastInDim(src, ne, dims);
-        if (!valid) API_CHECK(!v.ok());
+        if (!valid) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         CheckView(src, *v, ne, [&](const std::vector<int64_t>& c) {
           Coord s(e.size());
@@ -1338,7 +1326,7 @@ class Session {
         if (r_.Bool()) dim = r_.Arg(0, rank - 1);
         auto v = Squeeze(src, dim);
         if (dim && (*dim < 0 || *dim >= rank || e[*dim] != 1))
-          API_CHECK(!v.ok());
+          FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         std::vector<int64_t> ne, kept;
         for (int64_t i = 0; i < rank; ++i) {
@@ -1358,7 +1346,7 @@ class Session {
       default: {  // Unsqueeze
         const int64_t dim = r_.Arg(0, rank);
         auto v = Unsqueeze(src, dim);
-        if (dim < 0 || dim > rank) API_CHECK(!v.ok());
+        if (dim < 0 || dim > rank) FUZZ_CHECK(!v.ok());
         if (!finish(v)) return;
         std::vector<int64_t> ne = e;
         ne.insert(ne.begin() + dim, 1);
@@ -1421,21 +1409,21 @@ class Session {
     if (r_.Bool()) {
       auto got = GetItem(t, coord);
       if (HasUserDType(t)) RefusedUserDType(got.status());
-      if (!in_range) API_CHECK(!got.ok());
+      if (!in_range) FUZZ_CHECK(!got.ok());
       if (!got.ok()) return Failed(got.status(), before);
       Versions(before, nullptr, false);
-      if (Readable(t)) API_CHECK(Same(FromScalar(*got), Load(t, c)));
+      if (Readable(t)) FUZZ_CHECK(Same(FromScalar(*got), Load(t, c)));
       return;
     }
     const Scalar value = PickScalar();
     auto s = SetItem(t, coord, value);
     if (HasUserDType(t)) RefusedUserDType(s);
-    if (!in_range) API_CHECK(!s.ok());
+    if (!in_range) FUZZ_CHECK(!s.ok());
     if (!s.ok()) return Failed(s, before);
     Versions(before, t.carrier().get(), false);
     if (Readable(t)) {
       if (auto want = Convert(RefOf(&t.dtype()), FromScalar(value)))
-        API_CHECK(Same(*want, Load(t, c)));
+        FUZZ_CHECK(Same(*want, Load(t, c)));
     }
   }
 
@@ -1456,12 +1444,12 @@ class Session {
     const auto before = Capture();
     auto s = Fill(t, value);
     if (overlapping || (t.carrier()->data() == nullptr && t.size() > 0))
-      API_CHECK(!s.ok());
+      FUZZ_CHECK(!s.ok());
     if (!s.ok()) return Failed(s, before);
     Versions(before, t.carrier().get(), t.size() == 0);
     if (Readable(t)) {
       if (auto want = Convert(RefOf(&t.dtype()), FromScalar(value))) {
-        for (const Val& v : LoadAll(t)) API_CHECK(Same(*want, v));
+        for (const Val& v : LoadAll(t)) FUZZ_CHECK(Same(*want, v));
       }
     }
   }
@@ -1533,13 +1521,13 @@ class Session {
     }
     const auto before = Capture();
     auto s = CopyFrom(dst, src);
-    if (overlapping || !broadcasts) API_CHECK(!s.ok());
+    if (overlapping || !broadcasts) FUZZ_CHECK(!s.ok());
     if (!s.ok()) return Failed(s, before);
     Versions(before, dst.carrier().get(), dst.size() == 0);
     if (ref) {
       std::vector<Val> got = LoadAll(dst);
       for (size_t i = 0; i < got.size(); ++i) {
-        if (want[i]) API_CHECK(Same(*want[i], got[i]));
+        if (want[i]) FUZZ_CHECK(Same(*want[i], got[i]));
       }
     }
   }
@@ -1647,23 +1635,23 @@ class Session {
       if (!small_result) return;
       absl::StatusOr<Tensor> res =
           neg ? strata::Neg(a) : BinaryOpTensor(op, a, b);
-      if (!shape && !neg) API_CHECK(!res.ok());
+      if (!shape && !neg) FUZZ_CHECK(!res.ok());
       // The table refuses storage types, Sub with bool and Neg of bool.
       if (!rt && sa && sb && BuiltinSimple(sa) && BuiltinSimple(sb))
-        API_CHECK(!res.ok());
+        FUZZ_CHECK(!res.ok());
       if (!res.ok()) {
         if (IsOneSubtensorRequired(res.status()))
-          API_CHECK(HostCarrier::created() == before_created);
+          FUZZ_CHECK(HostCarrier::created() == before_created);
         return Failed(res.status(), before);
       }
       Versions(before, nullptr, false);
-      if (rt) API_CHECK(&res->dtype() == rt);
-      if (shape) API_CHECK(Shape(*res) == *shape);
-      API_CHECK(IsCompactRowMajor(*res));
+      if (rt) FUZZ_CHECK(&res->dtype() == rt);
+      if (shape) FUZZ_CHECK(Shape(*res) == *shape);
+      FUZZ_CHECK(IsCompactRowMajor(*res));
       if (ref) {
         std::vector<Val> got = LoadAll(*res);
         for (size_t i = 0; i < got.size(); ++i) {
-          if (!skip(want[i])) API_CHECK(Same(want[i], got[i]));
+          if (!skip(want[i])) FUZZ_CHECK(Same(want[i], got[i]));
         }
       }
       Keep(*res);
@@ -1694,10 +1682,10 @@ class Session {
       }
     }
     const bool out_overlaps = !Injective(out);
-    if (out_overlaps && out.size() > 0) API_CHECK(!s.ok());
+    if (out_overlaps && out.size() > 0) FUZZ_CHECK(!s.ok());
     if (!s.ok()) return Failed(s, before);
     Versions(before, out.carrier().get(), out.size() == 0);
-    API_CHECK(shape && Shape(out) == *shape);
+    FUZZ_CHECK(shape && Shape(out) == *shape);
     const bool exact_alias = which < 2;
     const bool disjoint = !SharesMemory(out, a) && !SharesMemory(out, b);
     if (ref && Readable(out) && (exact_alias || disjoint)) {
@@ -1707,7 +1695,7 @@ class Session {
       for (size_t i = 0; i < got.size(); ++i) {
         if (skip(want[i])) continue;
         auto w = Convert(orf, want[i]);
-        if (w) API_CHECK(Same(*w, got[i]));
+        if (w) FUZZ_CHECK(Same(*w, got[i]));
       }
     }
   }
@@ -1741,16 +1729,16 @@ class Session {
         std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end();
     if (!Readable(t) || !distinct) return;
     for (int64_t m : modes)
-      API_CHECK(m >= 0 && m < static_cast<int64_t>(e.size()));
+      FUZZ_CHECK(m >= 0 && m < static_cast<int64_t>(e.size()));
     std::vector<int64_t> oe;
     for (size_t i = 0; i < e.size(); ++i) {
       if (!all && std::find(modes.begin(), modes.end(),
                             static_cast<int64_t>(i)) == modes.end())
         oe.push_back(e[i]);
     }
-    API_CHECK(Shape(*res) == oe);
+    FUZZ_CHECK(Shape(*res) == oe);
     const bool fl = t.dtype().AsSimple()->is_floating();
-    API_CHECK(&res->dtype() == (fl ? t.dtype().AsSimple() : dtypes::Int64()));
+    FUZZ_CHECK(&res->dtype() == (fl ? t.dtype().AsSimple() : dtypes::Int64()));
     if (!Readable(*res)) return;
     std::vector<uint64_t> isum(static_cast<size_t>(Product(oe)), 0);
     std::vector<double> fsum(isum.size(), 0), fabs_sum(isum.size(), 0);
@@ -1771,7 +1759,7 @@ class Session {
     std::vector<Val> got = LoadAll(*res);
     for (size_t k = 0; k < got.size(); ++k) {
       if (!fl) {
-        API_CHECK(got[k].i == static_cast<int64_t>(isum[k]));
+        FUZZ_CHECK(got[k].i == static_cast<int64_t>(isum[k]));
       } else if (std::isfinite(fsum[k])) {
         const bool f32 = t.dtype().AsSimple()->bits() == 32;
         const double tol = (f32 ? 1e-5 : 1e-12) * fabs_sum[k] + 1e-300;
@@ -1780,11 +1768,11 @@ class Session {
         // sign. Within tol of that threshold either answer holds.
         constexpr double kFloat32Overflow = 0x1.ffffffp127;
         if (f32 && std::fabs(fsum[k]) + tol >= kFloat32Overflow) {
-          API_CHECK((std::isinf(got[k].d) &&
-                     std::signbit(got[k].d) == std::signbit(fsum[k])) ||
-                    std::fabs(got[k].d - fsum[k]) <= tol);
+          FUZZ_CHECK((std::isinf(got[k].d) &&
+                      std::signbit(got[k].d) == std::signbit(fsum[k])) ||
+                     std::fabs(got[k].d - fsum[k]) <= tol);
         } else {
-          API_CHECK(std::fabs(got[k].d - fsum[k]) <= tol);
+          FUZZ_CHECK(std::fabs(got[k].d - fsum[k]) <= tol);
         }
       }
     }
@@ -1809,16 +1797,16 @@ class Session {
                                               : Cast(t, *to);
     if (!res.ok()) return Failed(res.status(), before);
     Versions(before, nullptr, false);
-    API_CHECK(Shape(*res) == Shape(t));
-    API_CHECK(IsCompactRowMajor(*res));
-    if (which == 1) API_CHECK(res->carrier() != t.carrier());
-    if (which == 2) API_CHECK(&res->dtype() == to);
-    if (which < 2) API_CHECK(&res->dtype() == &t.dtype());
+    FUZZ_CHECK(Shape(*res) == Shape(t));
+    FUZZ_CHECK(IsCompactRowMajor(*res));
+    if (which == 1) FUZZ_CHECK(res->carrier() != t.carrier());
+    if (which == 2) FUZZ_CHECK(&res->dtype() == to);
+    if (which < 2) FUZZ_CHECK(&res->dtype() == &t.dtype());
     if (Readable(t) && Readable(*res)) {
       const Ref rr = RefOf(&res->dtype());
       std::vector<Val> src = LoadAll(t), got = LoadAll(*res);
       for (size_t i = 0; i < got.size(); ++i) {
-        if (auto w = Convert(rr, src[i])) API_CHECK(Same(*w, got[i]));
+        if (auto w = Convert(rr, src[i])) FUZZ_CHECK(Same(*w, got[i]));
       }
     }
     Keep(*res);
@@ -1874,9 +1862,9 @@ class Session {
     const auto before = Capture();
     auto s = Scatter(dst, mode, *index, src);
     if (s.ok()) {
-      API_CHECK(it == dtypes::Int64() || it == dtypes::Int32());
-      API_CHECK(!overlapping || index->size() == 0);
-      if (index->size() > 0) API_CHECK(valid_values);
+      FUZZ_CHECK(it == dtypes::Int64() || it == dtypes::Int32());
+      FUZZ_CHECK(!overlapping || index->size() == 0);
+      if (index->size() > 0) FUZZ_CHECK(valid_values);
       Versions(before, dst.carrier().get(), true);
     } else {
       Failed(s, before);
@@ -1904,7 +1892,7 @@ class Session {
       }
     });
     for (const auto& [k, v] : written) {
-      if (v) API_CHECK(Same(*v, fd.Load(FromRowMajor(de, k))));
+      if (v) FUZZ_CHECK(Same(*v, fd.Load(FromRowMajor(de, k))));
     }
   }
 
@@ -1989,7 +1977,7 @@ class Session {
         auto s = ag::Backward(loss);
         if (!s.ok()) return Failed(s, before);
         Versions(before, nullptr, false);
-        API_CHECK(loss.value().size() == 1 && loss.requires_grad());
+        FUZZ_CHECK(loss.value().size() == 1 && loss.requires_grad());
         return;
       }
       default:
@@ -2008,29 +1996,29 @@ class Session {
     if (!RefFloat(ref) || !Readable(t)) return;
     const ag::Variable x = ag::Variable::Leaf(t, true);
     auto y = ag::Mul(x, x);
-    API_CHECK(y.ok());
+    FUZZ_CHECK(y.ok());
     auto loss = ag::Sum(*y);
-    API_CHECK(loss.ok());
+    FUZZ_CHECK(loss.ok());
     auto s = ag::Backward(*loss);
     if (!s.ok()) {
       std::fprintf(stderr, "api_fuzzer: Backward: %s\n", s.ToString().c_str());
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
     auto g = x.grad();
-    API_CHECK(g.has_value());
-    API_CHECK(Shape(*g) == Shape(t));
+    FUZZ_CHECK(g.has_value());
+    FUZZ_CHECK(Shape(*g) == Shape(t));
     if (Readable(*g)) {
       std::vector<Val> xv = LoadAll(t), gv = LoadAll(*g);
       for (size_t i = 0; i < xv.size(); ++i) {
         auto w = Convert(ref, FloatVal(2 * xv[i].d));
-        if (w && std::isfinite(xv[i].d)) API_CHECK(Same(*w, gv[i]));
+        if (w && std::isfinite(xv[i].d)) FUZZ_CHECK(Same(*w, gv[i]));
       }
     }
     // A Fill within the injectivity budget makes Backward refuse.
     if (t.size() > 0 && Injective(t) && r_.Bool() &&
         Fill(t, Scalar::Int(1)).ok()) {
       auto again = ag::Backward(*loss);
-      API_CHECK(!again.ok() && IsValueError(again));
+      FUZZ_CHECK(!again.ok() && IsValueError(again));
     }
   }
 
@@ -2050,10 +2038,10 @@ class Session {
     exported_.insert(t.carrier().get());
     const DLTensor& dl = managed->dl_tensor;
     const std::vector<int64_t> e = Shape(t);
-    API_CHECK(dl.ndim == static_cast<int>(e.size()));
-    API_CHECK(dl.device.device_type == kDLCPU);
-    for (size_t i = 0; i < e.size(); ++i) API_CHECK(dl.shape[i] == e[i]);
-    API_CHECK(t.carrier().use_count() > uses);  // The export holds it.
+    FUZZ_CHECK(dl.ndim == static_cast<int>(e.size()));
+    FUZZ_CHECK(dl.device.device_type == kDLCPU);
+    for (size_t i = 0; i < e.size(); ++i) FUZZ_CHECK(dl.shape[i] == e[i]);
+    FUZZ_CHECK(t.carrier().use_count() > uses);  // The export holds it.
     const auto* d = t.dtype().AsSimple();
     if (d->bits() % 8 == 0 && t.size() <= kSmall && t.size() > 0) {
       const int64_t eb = d->bits() / 8;
@@ -2068,7 +2056,7 @@ class Session {
             base +
             (t.offset() + static_cast<int64_t>(Eval(t.layout(), Colex(e, c)))) *
                 eb;
-        API_CHECK(got == want);
+        FUZZ_CHECK(got == want);
       });
     }
     bool kept = false;
@@ -2077,14 +2065,14 @@ class Session {
     } else {
       auto u = FromDLPack(managed);
       if (!u.ok()) {
-        API_CHECK(StrataError(u.status()));
+        FUZZ_CHECK(StrataError(u.status()));
         managed->deleter(managed);  // Still ours.
       } else {
-        API_CHECK(Shape(*u) == e);
-        API_CHECK(&u->dtype() == &t.dtype() || d == dtypes::Bool());
+        FUZZ_CHECK(Shape(*u) == e);
+        FUZZ_CHECK(&u->dtype() == &t.dtype() || d == dtypes::Bool());
         if (Readable(t) && Readable(*u) && &u->dtype() == &t.dtype()) {
           std::vector<Val> a = LoadAll(t), b = LoadAll(*u);
-          for (size_t i = 0; i < a.size(); ++i) API_CHECK(Same(a[i], b[i]));
+          for (size_t i = 0; i < a.size(); ++i) FUZZ_CHECK(Same(a[i], b[i]));
         }
         if (r_.Bool()) {
           Keep(*u);
@@ -2093,7 +2081,7 @@ class Session {
       }
     }
     // Once the export (and the import, unless kept) is gone, the count is back.
-    if (!kept) API_CHECK(t.carrier().use_count() == uses);
+    if (!kept) FUZZ_CHECK(t.carrier().use_count() == uses);
   }
 
   // A producer's tensor FromDLPack must refuse: its deleter must not run.
@@ -2146,16 +2134,16 @@ class Session {
     }
     const int64_t was = deleted;
     auto u = FromDLPack(&ctx->m);
-    if (bad) API_CHECK(!u.ok());
+    if (bad) FUZZ_CHECK(!u.ok());
     if (!u.ok()) {
-      API_CHECK(StrataError(u.status()));
-      API_CHECK(deleted == was);
+      FUZZ_CHECK(StrataError(u.status()));
+      FUZZ_CHECK(deleted == was);
       ctx->m.deleter(&ctx->m);
       return;
     }
-    API_CHECK(deleted == was);
+    FUZZ_CHECK(deleted == was);
     auto v = GetItem(*u, IntTuple::Flat({1, 1}));
-    API_CHECK(v.ok());
+    FUZZ_CHECK(v.ok());
     if (r_.Bool()) Keep(*u);
   }
 
@@ -2189,17 +2177,17 @@ class Session {
     const int created = HostCarrier::created();
     auto q = QuantizeBlockScaled(t, *f, mode, layout);
     if (!q.ok()) {
-      API_CHECK(HostCarrier::created() == created);
+      FUZZ_CHECK(HostCarrier::created() == created);
       return Failed(q.status(), before);
     }
     Versions(before, nullptr, false);
     const auto* d = t.dtype().AsSimple();
-    API_CHECK(d == dtypes::Float32() || d == dtypes::Float16() ||
-              d == dtypes::BFloat16());
-    API_CHECK(q->num_subtensors() ==
-                  static_cast<int>(f->simple_types().size()) &&
-              &q->dtype() == f);
-    API_CHECK(Shape(*q) == Shape(t));
+    FUZZ_CHECK(d == dtypes::Float32() || d == dtypes::Float16() ||
+               d == dtypes::BFloat16());
+    FUZZ_CHECK(q->num_subtensors() ==
+                   static_cast<int>(f->simple_types().size()) &&
+               &q->dtype() == f);
+    FUZZ_CHECK(Shape(*q) == Shape(t));
     CheckBounds(TensorAccess::representation(*q));
     Keep(*q);
   }
@@ -2212,7 +2200,7 @@ class Session {
     const int64_t blocks = r_.Range(1, 5);
     auto t = Zeros(*(r_.Bool() ? dtypes::Float32() : dtypes::BFloat16()),
                    {rows, 32 * blocks});
-    API_CHECK(t.ok());
+    FUZZ_CHECK(t.ok());
     if (t->dtype().AsSimple() == dtypes::Float32()) {
       auto* data = static_cast<uint8_t*>(t->carrier()->mutable_data());
       const uint8_t seed = r_.Byte();
@@ -2232,7 +2220,7 @@ class Session {
         QuantizeBlockScaled(*t, *f, fixed ? kBlocksOfTheFormat : 1,
                             r_.Bool() && !fixed ? ScaleLayout::kSwizzled128x4
                                                 : ScaleLayout::kRowMajor);
-    API_CHECK(q.ok());
+    FUZZ_CHECK(q.ok());
     Keep(r_.Bool() ? *q : *t);
   }
 
@@ -2253,13 +2241,13 @@ class Session {
         auto d = Dequantize(t, *targets[r_.Range(0, 3)]);
         if (!d.ok()) return Failed(d.status(), before);
         Versions(before, nullptr, false);
-        API_CHECK(Shape(*d) == Shape(t));
+        FUZZ_CHECK(Shape(*d) == Shape(t));
         return Keep(*d);
       }
       case 1: {
         auto levels = Levels(t);
         if (!levels.ok()) return Failed(levels.status(), before);
-        API_CHECK(static_cast<int>(levels->size()) == t.num_subtensors());
+        FUZZ_CHECK(static_cast<int>(levels->size()) == t.num_subtensors());
         const Tensor level = (*levels)[r_.Range(0, levels->size() - 1)];
         levels->clear();
         // The level's own reference to its carrier is no effect of LevelBytes.
@@ -2276,14 +2264,14 @@ class Session {
         Versions(before, nullptr, false);
         auto a = Dequantize(t, *dtypes::Float32());
         auto b = Dequantize(*moved, *dtypes::Float32());
-        API_CHECK(a.ok() == b.ok());
+        FUZZ_CHECK(a.ok() == b.ok());
         if (a.ok()) {
           const auto* x = static_cast<const uint32_t*>(a->carrier()->data());
           const auto* y = static_cast<const uint32_t*>(b->carrier()->data());
           for (int64_t i = 0; i < a->size(); ++i) {
             const bool nan_x = (x[i] & 0x7FFFFFFFu) > 0x7F800000u;
             const bool nan_y = (y[i] & 0x7FFFFFFFu) > 0x7F800000u;
-            API_CHECK(x[i] == y[i] || (nan_x && nan_y));
+            FUZZ_CHECK(x[i] == y[i] || (nan_x && nan_y));
           }
         }
         return Keep(*moved);
@@ -2303,7 +2291,7 @@ class Session {
         auto q = Requantize(t, *f, options);
         if (!q.ok()) return Failed(q.status(), before);
         Versions(before, nullptr, false);
-        API_CHECK(&q->dtype() == f && Shape(*q) == Shape(t));
+        FUZZ_CHECK(&q->dtype() == f && Shape(*q) == Shape(t));
         CheckBounds(TensorAccess::representation(*q));
         return Keep(*q);
       }
@@ -2340,26 +2328,26 @@ class Session {
     const auto before = Capture();
     const std::string text = ToText(ToProto(t, options));
     auto parsed = ParseText(text);
-    API_CHECK(parsed.ok());
+    FUZZ_CHECK(parsed.ok());
     auto again = Replay(*parsed);
     Versions(before, nullptr, false);
-    API_CHECK(Capture() == before);
+    FUZZ_CHECK(Capture() == before);
     if (!again.ok()) {
       std::fprintf(stderr, "api_fuzzer: replay of a dump failed: %s\n%s\n",
                    again.status().ToString().c_str(), text.c_str());
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
     const std::string text2 = ToText(ToProto(*again, options));
     if (text2 != text) {
       std::fprintf(stderr,
                    "api_fuzzer: dump->replay->dump differs:\n%s\n--\n%s\n",
                    text.c_str(), text2.c_str());
-      API_CHECK(false);
+      FUZZ_CHECK(false);
     }
-    API_CHECK(Shape(*again) == Shape(t));
+    FUZZ_CHECK(Shape(*again) == Shape(t));
     if (options.include_data && Readable(t) && Readable(*again)) {
       std::vector<Val> a = LoadAll(t), b = LoadAll(*again);
-      for (size_t i = 0; i < a.size(); ++i) API_CHECK(Same(a[i], b[i]));
+      for (size_t i = 0; i < a.size(); ++i) FUZZ_CHECK(Same(a[i], b[i]));
     }
     if (r_.Bool()) Keep(*again);
   }
@@ -2370,7 +2358,7 @@ class Session {
     // A carrier exported through DLPack stays readable by the importer:
     // NOTE [ Pinned storage ].
     p->carrier()->Release();
-    API_CHECK(p->carrier()->data() == nullptr);
+    FUZZ_CHECK(p->carrier()->data() == nullptr);
   }
 
   void Step() {
@@ -2447,6 +2435,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     session.Run();
   }
   // Every ExternalCarrier's deleter ran, exactly once.
-  API_CHECK(g_external_live == 0);
+  FUZZ_CHECK(g_external_live == 0);
   return 0;
 }

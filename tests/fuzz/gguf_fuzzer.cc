@@ -137,8 +137,9 @@ void CheckBlocks(const Tensor& t, const uint8_t* data, size_t size) {
     FUZZ_CHECK(IsValueError(f32.status()) && IsValueError(bf16.status()));
     return;
   }
-  FUZZ_CHECK(f32.ok() && bf16.ok() && f32->offset() == 0 &&
-             bf16->offset() == 0);
+  FUZZ_CHECK_STATUS(f32.ok(), f32.status());
+  FUZZ_CHECK_STATUS(bf16.ok(), bf16.status());
+  FUZZ_CHECK(f32->offset() == 0 && bf16->offset() == 0);
   const auto* got = static_cast<const float*>(f32->carrier()->data());
   const auto* rounded = static_cast<const uint16_t*>(bf16->carrier()->data());
   for (int64_t r = 0; r < t.size(); ++r) {

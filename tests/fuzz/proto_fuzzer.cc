@@ -8,6 +8,7 @@
 #include "core/tensor_access.h"
 #include "proto/codec.h"
 #include "proto/representation.pb.h"
+#include "tests/fuzz/fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   strata::proto::RepresentationProto proto;
@@ -24,9 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text =
       strata::ToText(strata::ToProto(*tensor, {with_data}));
   auto again = strata::Replay(*strata::ParseText(text));
-  if (!again.ok() ||
-      strata::ToText(strata::ToProto(*again, {with_data})) != text) {
-    __builtin_trap();
-  }
+  FUZZ_CHECK_STATUS(again.ok(), again.status());
+  FUZZ_CHECK(strata::ToText(strata::ToProto(*again, {with_data})) == text);
   return 0;
 }
